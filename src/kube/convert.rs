@@ -1,0 +1,1 @@
+//! Conversions between k8s-openapi objects and the model.

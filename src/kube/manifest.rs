@@ -1,0 +1,1 @@
+//! Loading Kubernetes objects from YAML and JSON files.

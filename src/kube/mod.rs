@@ -1,0 +1,4 @@
+//! The thin adapter to the Kubernetes API types.
+
+pub mod convert;
+pub mod manifest;

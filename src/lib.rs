@@ -1,0 +1,9 @@
+//! sliced: a fast reconcile engine for Kubernetes EndpointSlices, Endpoints and LoadBalancer Services.
+//!
+//! The core (`model`, `reconcile`, `sink`) is pure: no I/O, no kube, no tokio. `kube` is the thin
+//! adapter, the only module that knows Kubernetes API types.
+
+pub mod kube;
+pub mod model;
+pub mod reconcile;
+pub mod sink;

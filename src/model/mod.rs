@@ -1,0 +1,30 @@
+//! The compact model: owned types that keep only what reconciling needs. Strings are interned,
+//! IPs parsed once. Conversions from and to Kubernetes API objects live in `crate::kube`.
+
+mod intern;
+mod labels;
+mod objects;
+mod slice;
+
+pub use intern::{Name, intern};
+pub use labels::Labels;
+pub use objects::*;
+pub use slice::*;
+
+/// A point in time, as the API server writes it.
+pub type Timestamp = jiff::Timestamp;
+
+/// Label and annotation keys and values that must match upstream byte for byte.
+pub mod keys {
+    pub const LABEL_SERVICE_NAME: &str = "kubernetes.io/service-name";
+    pub const LABEL_MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
+    pub const LABEL_HEADLESS: &str = "service.kubernetes.io/headless";
+    pub const LABEL_ZONE: &str = "topology.kubernetes.io/zone";
+    pub const LABEL_CONTROL_PLANE: &str = "node-role.kubernetes.io/control-plane";
+    pub const LABEL_MASTER: &str = "node-role.kubernetes.io/master";
+    pub const ANNOTATION_TRIGGER_TIME: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+    pub const ANNOTATION_TOPOLOGY_AWARE_HINTS: &str = "service.kubernetes.io/topology-aware-hints";
+    pub const ANNOTATION_TOPOLOGY_MODE: &str = "service.kubernetes.io/topology-mode";
+    /// The managed-by value of the EndpointSlice controller.
+    pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
+}

@@ -1,0 +1,1 @@
+//! Topology-aware hints and traffic distribution.

@@ -1,0 +1,1 @@
+//! Carrying out a plan with upstream ordering and error rules.
