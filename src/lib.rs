@@ -6,4 +6,5 @@
 pub mod kube;
 pub mod model;
 pub mod reconcile;
+pub mod sim;
 pub mod sink;

@@ -1,1 +1,30 @@
-//! Topology-aware hints and traffic distribution.
+//! Topology-aware hints and traffic distribution. (Placeholder until the topology module lands.)
+
+use super::{Event, Options, TopologyChange};
+use crate::model::{AddressType, EndpointSlice, Service};
+
+#[derive(Debug, Default)]
+pub struct TopologyCache {}
+
+pub struct TopologyInput<'a> {
+    pub service: &'a Service,
+    pub service_key: &'a str,
+    pub address_type: &'a AddressType,
+    pub options: &'a Options,
+    pub cache: &'a TopologyCache,
+}
+
+#[derive(Debug, Default)]
+pub struct TopologyOutput {
+    pub events: Vec<Event>,
+    pub change: Option<TopologyChange>,
+}
+
+pub fn apply_hints(
+    _input: &TopologyInput,
+    _creates: &mut Vec<EndpointSlice>,
+    _updates: &mut Vec<EndpointSlice>,
+    _unchanged: &[&EndpointSlice],
+) -> TopologyOutput {
+    TopologyOutput::default()
+}

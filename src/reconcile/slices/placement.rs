@@ -1,0 +1,195 @@
+//! Placing one port group's desired endpoints into slices with the least churn: keep endpoints where
+//! they are, top up slices that are being written anyway (fullest first), put a remainder that fits
+//! into the one unchanged slice it fills best, and only then create slices.
+
+use super::desired::PortGroup;
+use crate::model::{Endpoint, EndpointSlice, Labels};
+
+/// What one port group needs.
+pub(crate) struct GroupPlan {
+    pub creates: Vec<EndpointSlice>,
+    pub updates: Vec<EndpointSlice>,
+    pub deletes: Vec<EndpointSlice>,
+    pub added: usize,
+    pub removed: usize,
+}
+
+enum State {
+    Unchanged,
+    Update(EndpointSlice),
+    Delete,
+}
+
+/// The labels a slice of this service must carry, and the service labels a slice is compared with.
+pub(crate) struct SliceLabels {
+    /// Service labels without the reserved keys, plus the reserved keys as the controller sets them.
+    pub desired: Labels,
+    /// Service labels without the reserved keys: a slice whose own non-reserved labels differ is
+    /// rewritten.
+    pub from_service: Labels,
+}
+
+pub(crate) fn is_reserved_label(key: &str) -> bool {
+    use crate::model::keys::*;
+    key == LABEL_SERVICE_NAME || key == LABEL_MANAGED_BY || key == LABEL_HEADLESS
+}
+
+fn labels_changed(slice: &EndpointSlice, labels: &SliceLabels) -> bool {
+    let mut own = slice
+        .meta
+        .labels
+        .iter()
+        .filter(|(k, _)| !is_reserved_label(k));
+    let mut theirs = labels.from_service.iter();
+    loop {
+        match (own.next(), theirs.next()) {
+            (None, None) => return false,
+            (Some(a), Some(b)) if a == b => continue,
+            _ => return true,
+        }
+    }
+}
+
+/// Reconciles the existing slices of one port group (in lister order) with its desired endpoints.
+/// `new_slice` makes an empty slice for this group.
+pub(crate) fn place(
+    existing: &[&EndpointSlice],
+    group: &mut PortGroup,
+    max_per_slice: usize,
+    labels: &SliceLabels,
+    new_slice: &dyn Fn() -> EndpointSlice,
+) -> GroupPlan {
+    let desired = &mut group.desired;
+    let mut states: Vec<State> = Vec::with_capacity(existing.len());
+    let mut removed = 0;
+
+    // 1. Keep each existing endpoint that is still desired, in its place, with fresh attributes.
+    for slice in existing {
+        let mut kept: Vec<Endpoint> = Vec::new();
+        let mut endpoint_updated = false;
+        for ep in &slice.endpoints {
+            if let Some(want) = desired.take(ep) {
+                if !want.same_attributes(ep) {
+                    endpoint_updated = true;
+                }
+                if kept.capacity() == 0 {
+                    kept.reserve_exact(slice.endpoints.len());
+                }
+                kept.push(want);
+            }
+        }
+        let relabel = labels_changed(slice, labels);
+        let state = if endpoint_updated || kept.len() != slice.endpoints.len() {
+            removed += slice.endpoints.len() - kept.len();
+            if kept.is_empty() {
+                State::Delete
+            } else {
+                let mut copy = shell_of(slice);
+                copy.endpoints = kept;
+                copy.meta.labels = labels.desired.clone();
+                State::Update(copy)
+            }
+        } else if relabel {
+            let mut copy = (*slice).clone();
+            copy.meta.labels = labels.desired.clone();
+            State::Update(copy)
+        } else {
+            State::Unchanged
+        };
+        states.push(state);
+    }
+    let added = desired.len();
+
+    // 2. Top up the slices already being updated, fullest first.
+    if !desired.is_empty() {
+        let mut order: Vec<usize> = (0..states.len())
+            .filter(|&i| matches!(states[i], State::Update(_)))
+            .collect();
+        order.sort_by_key(|&i| match &states[i] {
+            State::Update(s) => std::cmp::Reverse(s.endpoints.len()),
+            _ => std::cmp::Reverse(0),
+        });
+        for i in order {
+            if let State::Update(s) = &mut states[i] {
+                fill(s, desired, max_per_slice);
+            }
+            if desired.is_empty() {
+                break;
+            }
+        }
+    }
+
+    // 3. Place the rest: a remainder smaller than a slice goes whole into the unchanged slice it
+    // leaves closest to full; everything else goes into new slices.
+    let mut creates = Vec::new();
+    while !desired.is_empty() {
+        let mut target = None;
+        if desired.len() < max_per_slice {
+            let mut closest = max_per_slice;
+            for (i, state) in states.iter().enumerate() {
+                if !matches!(state, State::Unchanged) {
+                    continue;
+                }
+                let total = desired.len() + existing[i].endpoints.len();
+                if total <= max_per_slice && max_per_slice - total < closest {
+                    closest = max_per_slice - total;
+                    target = Some(i);
+                    if closest == 0 {
+                        break;
+                    }
+                }
+            }
+        }
+        match target {
+            Some(i) => {
+                // Unchanged means its labels are already right; upstream leaves them as they are.
+                let mut copy = existing[i].clone();
+                fill(&mut copy, desired, max_per_slice);
+                states[i] = State::Update(copy);
+            }
+            None => {
+                let mut slice = new_slice();
+                fill(&mut slice, desired, max_per_slice);
+                creates.push(slice);
+            }
+        }
+    }
+
+    let mut updates = Vec::new();
+    let mut deletes = Vec::new();
+    for (i, state) in states.into_iter().enumerate() {
+        match state {
+            State::Unchanged => {}
+            State::Update(s) => updates.push(s),
+            State::Delete => deletes.push(existing[i].clone()),
+        }
+    }
+    GroupPlan {
+        creates,
+        updates,
+        deletes,
+        added,
+        removed,
+    }
+}
+
+/// A copy of a slice without its endpoints, which are about to be replaced.
+fn shell_of(slice: &EndpointSlice) -> EndpointSlice {
+    EndpointSlice {
+        meta: slice.meta.clone(),
+        generate_name: slice.generate_name.clone(),
+        owner_references: slice.owner_references.clone(),
+        address_type: slice.address_type.clone(),
+        ports: slice.ports.clone(),
+        endpoints: Vec::new(),
+    }
+}
+
+fn fill(slice: &mut EndpointSlice, desired: &mut super::desired::DesiredSet, max: usize) {
+    while slice.endpoints.len() < max {
+        match desired.pop() {
+            Some(ep) => slice.endpoints.push(ep),
+            None => break,
+        }
+    }
+}

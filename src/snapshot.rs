@@ -1,0 +1,140 @@
+//! One sync of every service over a snapshot of a cluster, as a controller that has just started
+//! would do it: the offline form of the controller behind `sliced reconcile`.
+
+use std::collections::HashMap;
+
+use ahash::RandomState;
+
+use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service, keys};
+use crate::reconcile::slices::{SyncInput, reconcile};
+use crate::reconcile::topology::TopologyCache;
+use crate::reconcile::{Event, Options};
+use crate::sink::apply::apply_plan;
+use crate::sink::memory::{MemorySink, WriteRecord};
+use crate::sink::{Kind, Object};
+
+/// The objects of a cluster at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub services: Vec<Service>,
+    pub pods: Vec<Pod>,
+    pub nodes: Vec<Node>,
+    pub namespaces: Vec<Namespace>,
+    pub endpoint_slices: Vec<EndpointSlice>,
+    pub endpoints: Vec<Endpoints>,
+}
+
+/// A service whose sync failed, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncError {
+    pub service: String,
+    pub message: String,
+}
+
+/// What one pass over a snapshot did.
+#[derive(Debug, Default)]
+pub struct SnapshotResult {
+    /// Accepted writes, in order.
+    pub writes: Vec<WriteRecord>,
+    /// Every object that exists afterwards, sorted by kind, namespace and name.
+    pub objects: Vec<Object>,
+    pub errors: Vec<SyncError>,
+    /// Events recorded on services, with the service key.
+    pub events: Vec<(String, Event)>,
+}
+
+/// Joins several errors the way upstream's aggregate error prints them.
+pub fn aggregate_message(errors: &[String]) -> String {
+    match errors {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
+}
+
+/// Reconciles every service of the snapshot once, in namespace/name order, against the slices that
+/// exist, writing into an in-memory API server seeded with `seed`.
+pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> SnapshotResult {
+    let sink = MemorySink::new(seed);
+    for ns in &snapshot.namespaces {
+        sink.set_namespace_terminating(&ns.name, ns.terminating);
+    }
+    for slice in &snapshot.endpoint_slices {
+        sink.insert_existing(Object::EndpointSlice(slice.clone()));
+    }
+    for endpoints in &snapshot.endpoints {
+        sink.insert_existing(Object::Endpoints(endpoints.clone()));
+    }
+
+    let nodes: HashMap<Name, Node, RandomState> = snapshot
+        .nodes
+        .iter()
+        .map(|n| (n.name.clone(), n.clone()))
+        .collect();
+    let mut topology = TopologyCache::default();
+    topology.set_nodes(snapshot.nodes.iter());
+
+    let mut pods: Vec<&Pod> = snapshot.pods.iter().collect();
+    pods.sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
+    let mut services: Vec<&Service> = snapshot.services.iter().collect();
+    services.sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
+
+    let mut result = SnapshotResult::default();
+    for service in services {
+        let Some(selector) = &service.selector else {
+            continue;
+        };
+        if service.service_type == crate::model::ServiceType::ExternalName {
+            continue;
+        }
+        let ns = &service.meta.namespace;
+        let selected: Vec<&Pod> = pods
+            .iter()
+            .copied()
+            .filter(|p| p.meta.namespace == *ns && p.meta.labels.matches(selector))
+            .collect();
+        let current = managed_slices(&sink, service);
+        let current_refs: Vec<&EndpointSlice> = current.iter().collect();
+        let plan = reconcile(&SyncInput {
+            service,
+            pods: &selected,
+            nodes: &nodes,
+            slices: &current_refs,
+            // A controller that has just started knows no earlier state: the trigger time of a
+            // service's first sync is its creation time.
+            trigger_time: service.meta.creation_timestamp,
+            topology: &topology,
+            options,
+        });
+        let key = plan.service_key.clone();
+        topology.apply(&key, &plan.topology_changes);
+        result
+            .events
+            .extend(plan.events.iter().map(|e| (key.clone(), e.clone())));
+        let outcome = apply_plan(&sink, &plan);
+        if !outcome.errors.is_empty() {
+            result.errors.push(SyncError {
+                service: key,
+                message: aggregate_message(&outcome.errors),
+            });
+        }
+    }
+    result.writes = sink.take_writes();
+    result.objects = sink.objects();
+    result
+}
+
+/// The slices this controller manages for `service`, without those being deleted, in name order.
+fn managed_slices(sink: &MemorySink, service: &Service) -> Vec<EndpointSlice> {
+    sink.list(Kind::EndpointSlice, &service.meta.namespace)
+        .into_iter()
+        .filter_map(|o| match o {
+            Object::EndpointSlice(s) => Some(s),
+            Object::Endpoints(_) => None,
+        })
+        .filter(|s| {
+            s.meta.deletion_timestamp.is_none()
+                && s.service_name() == Some(&service.meta.name)
+                && s.managed_by().map(|m| m.as_str()) == Some(keys::ENDPOINTSLICE_CONTROLLER)
+        })
+        .collect()
+}
