@@ -1,1 +1,424 @@
-//! The in-memory API server.
+//! The in-memory API server: enough of kube-apiserver's write semantics for EndpointSlices and
+//! Endpoints (generateName, resourceVersion, generation, optimistic concurrency, UID preconditions,
+//! namespace lifecycle) to test the controllers and drive the simulator. Deterministic under a seed.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use parking_lot::Mutex;
+
+use super::{Kind, Object, Sink, Verb, WriteError};
+use crate::model::{Name, Timestamp};
+
+/// Upstream's `utilrand.String` alphabet: no vowels, no confusable characters.
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+const NAME_SUFFIX_LEN: usize = 5;
+/// A generated name must still fit in 63 characters, so the prefix is cut to 58 as upstream does.
+const MAX_GENERATED_PREFIX: usize = 63 - NAME_SUFFIX_LEN;
+/// Attempts at a free generated name before giving up with AlreadyExists.
+const NAME_ATTEMPTS: usize = 16;
+/// The sink's clock until `set_now`: 2024-01-01T00:00:00Z.
+const DEFAULT_NOW_SECONDS: i64 = 1_704_067_200;
+
+/// One accepted write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WriteRecord {
+    pub verb: Verb,
+    /// The object as the client sent it.
+    pub sent: Object,
+    /// The server's copy after the write; `None` for a delete.
+    pub stored: Option<Object>,
+}
+
+type Key = (Kind, Name, Name);
+
+struct Injected {
+    verb: Verb,
+    kind: Kind,
+    error: WriteError,
+    remaining: usize,
+}
+
+struct State {
+    rng: u64,
+    /// The last resourceVersion handed out; shared by all objects like etcd's revision.
+    revision: u64,
+    now: Timestamp,
+    objects: BTreeMap<Key, Object>,
+    terminating: BTreeSet<Name>,
+    injected: VecDeque<Injected>,
+    log: Vec<WriteRecord>,
+}
+
+/// A thread-safe in-memory API server. All methods take `&self`.
+pub struct MemorySink {
+    state: Mutex<State>,
+}
+
+impl MemorySink {
+    /// An empty server whose generated names and UIDs are drawn from a PRNG seeded by `seed`.
+    pub fn new(seed: u64) -> MemorySink {
+        MemorySink {
+            state: Mutex::new(State {
+                rng: seed,
+                revision: 0,
+                now: Timestamp::constant(DEFAULT_NOW_SECONDS, 0),
+                objects: BTreeMap::new(),
+                terminating: BTreeSet::new(),
+                injected: VecDeque::new(),
+                log: Vec::new(),
+            }),
+        }
+    }
+
+    /// Preloads an object as it is, replacing one of the same kind and name. Missing server fields
+    /// are filled in: uid, resourceVersion, generation 1, creationTimestamp. Not logged as a write.
+    /// A numeric resourceVersion moves the revision counter past it, so later writes stay newer.
+    pub fn insert_existing(&self, object: Object) -> Result<Object, WriteError> {
+        let mut st = self.state.lock();
+        let mut object = object;
+        if object.meta().name.is_empty() {
+            let name = st.generate_name(&object)?;
+            object.meta_mut().name = name;
+        }
+        let now = st.now;
+        let meta = object.meta_mut();
+        if meta.uid.is_empty() {
+            meta.uid = st.next_uid();
+        }
+        match meta.resource_version.parse::<u64>() {
+            Ok(rv) => st.revision = st.revision.max(rv),
+            Err(_) if meta.resource_version.is_empty() => meta.resource_version = st.next_rv(),
+            // An opaque resourceVersion is kept as it is; only equality is ever checked.
+            Err(_) => {}
+        }
+        if meta.generation == 0 {
+            meta.generation = 1;
+        }
+        if meta.creation_timestamp.is_none() {
+            meta.creation_timestamp = Some(now);
+        }
+        st.objects.insert(key_of(&object), object.clone());
+        Ok(object)
+    }
+
+    /// Marks a namespace as terminating (or not): creates into it then fail with
+    /// `WriteError::NamespaceTerminating`; updates and deletes still work.
+    pub fn set_namespace_terminating(&self, namespace: &str, terminating: bool) {
+        let mut st = self.state.lock();
+        if terminating {
+            st.terminating.insert(Name::from(namespace));
+        } else {
+            st.terminating.remove(namespace);
+        }
+    }
+
+    /// Sets the clock that stamps creationTimestamp.
+    pub fn set_now(&self, now: Timestamp) {
+        self.state.lock().now = now;
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.state.lock().now
+    }
+
+    /// The last resourceVersion handed out.
+    pub fn revision(&self) -> u64 {
+        self.state.lock().revision
+    }
+
+    /// The next `times` writes of this verb and kind fail with `error` and change nothing. Several
+    /// injections for the same verb and kind are used up in the order given.
+    pub fn fail_next(&self, verb: Verb, kind: Kind, error: WriteError, times: usize) {
+        if times == 0 {
+            return;
+        }
+        self.state.lock().injected.push_back(Injected {
+            verb,
+            kind,
+            error,
+            remaining: times,
+        });
+    }
+
+    /// Every accepted write so far, in order.
+    pub fn writes(&self) -> Vec<WriteRecord> {
+        self.state.lock().log.clone()
+    }
+
+    /// Every accepted write since the last take, in order; clears the log.
+    pub fn take_writes(&self) -> Vec<WriteRecord> {
+        std::mem::take(&mut self.state.lock().log)
+    }
+
+    /// All stored objects: EndpointSlices before Endpoints, then by namespace and name.
+    pub fn objects(&self) -> Vec<Object> {
+        self.state.lock().objects.values().cloned().collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.state.lock().objects.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.state.lock().objects.is_empty()
+    }
+
+    pub fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object> {
+        let key = (kind, Name::from(namespace), Name::new(name));
+        self.state.lock().objects.get(&key).cloned()
+    }
+
+    /// The EndpointSlices of a namespace, by name.
+    pub fn list_slices(&self, namespace: &str) -> Vec<crate::model::EndpointSlice> {
+        let ns = Name::from(namespace);
+        let from = (Kind::EndpointSlice, ns.clone(), Name::default());
+        self.state
+            .lock()
+            .objects
+            .range(from..)
+            .take_while(|((kind, n, _), _)| *kind == Kind::EndpointSlice && *n == ns)
+            .filter_map(|(_, o)| o.as_slice().cloned())
+            .collect()
+    }
+}
+
+impl Sink for MemorySink {
+    fn create(&self, object: &Object) -> Result<Object, WriteError> {
+        let mut st = self.state.lock();
+        st.take_injected(Verb::Create, object.kind())?;
+        let kind = object.kind();
+        let meta = object.meta();
+        // Namespace lifecycle admission runs before the name is generated.
+        if st.terminating.contains(meta.namespace.as_str()) {
+            return Err(WriteError::NamespaceTerminating {
+                kind: kind.resource(),
+                name: meta.name.clone(),
+                namespace: meta.namespace.clone(),
+            });
+        }
+        let name = if meta.name.is_empty() {
+            st.generate_name(object)?
+        } else if st.objects.contains_key(&key_of(object)) {
+            return Err(WriteError::AlreadyExists {
+                kind: kind.resource(),
+                name: meta.name.clone(),
+            });
+        } else {
+            meta.name.clone()
+        };
+        let mut stored = object.clone();
+        let uid = st.next_uid();
+        let rv = st.next_rv();
+        let now = st.now;
+        let m = stored.meta_mut();
+        m.name = name;
+        m.uid = uid;
+        m.resource_version = rv;
+        m.generation = 1;
+        m.creation_timestamp = Some(now);
+        m.deletion_timestamp = None;
+        st.objects.insert(key_of(&stored), stored.clone());
+        st.log.push(WriteRecord {
+            verb: Verb::Create,
+            sent: object.clone(),
+            stored: Some(stored.clone()),
+        });
+        Ok(stored)
+    }
+
+    fn update(&self, object: &Object) -> Result<Object, WriteError> {
+        let mut st = self.state.lock();
+        let kind = object.kind();
+        st.take_injected(Verb::Update, kind)?;
+        let sent = object.meta();
+        let key = key_of(object);
+        let Some(current) = st.objects.get(&key) else {
+            return Err(WriteError::NotFound {
+                kind: kind.resource(),
+                name: sent.name.clone(),
+            });
+        };
+        let cur = current.meta();
+        // An empty resourceVersion makes the update unconditional.
+        if !sent.resource_version.is_empty() && sent.resource_version != cur.resource_version {
+            return Err(WriteError::Conflict {
+                kind: kind.resource(),
+                name: sent.name.clone(),
+            });
+        }
+        if !sent.uid.is_empty() && sent.uid != cur.uid {
+            return Err(WriteError::uid_precondition(
+                kind, &sent.name, &sent.uid, &cur.uid,
+            ));
+        }
+        if let (Object::EndpointSlice(new), Object::EndpointSlice(old)) = (object, current)
+            && new.address_type != old.address_type
+        {
+            let detail = format!(
+                "addressType: Invalid value: \"{}\": field is immutable",
+                new.address_type
+            );
+            return Err(WriteError::invalid(kind, &sent.name, &detail));
+        }
+        let spec_changed = !same_spec(object, current);
+        let mut stored = object.clone();
+        let m = stored.meta_mut();
+        m.namespace = cur.namespace.clone();
+        m.name = cur.name.clone();
+        m.uid = cur.uid.clone();
+        m.creation_timestamp = cur.creation_timestamp;
+        m.deletion_timestamp = cur.deletion_timestamp;
+        m.generation = cur.generation + i64::from(spec_changed);
+        m.resource_version = cur.resource_version.clone();
+        // Like etcd, a write that changes nothing is a no-op: the resourceVersion stays.
+        if stored != *current {
+            stored.meta_mut().resource_version = st.next_rv();
+            st.objects.insert(key, stored.clone());
+        }
+        st.log.push(WriteRecord {
+            verb: Verb::Update,
+            sent: object.clone(),
+            stored: Some(stored.clone()),
+        });
+        Ok(stored)
+    }
+
+    fn delete(&self, object: &Object) -> Result<(), WriteError> {
+        let mut st = self.state.lock();
+        let kind = object.kind();
+        st.take_injected(Verb::Delete, kind)?;
+        let sent = object.meta();
+        let key = key_of(object);
+        let Some(current) = st.objects.get(&key) else {
+            return Err(WriteError::NotFound {
+                kind: kind.resource(),
+                name: sent.name.clone(),
+            });
+        };
+        let stored_uid = &current.meta().uid;
+        if !sent.uid.is_empty() && sent.uid != *stored_uid {
+            return Err(WriteError::uid_precondition(
+                kind, &sent.name, &sent.uid, stored_uid,
+            ));
+        }
+        st.objects.remove(&key);
+        st.log.push(WriteRecord {
+            verb: Verb::Delete,
+            sent: object.clone(),
+            stored: None,
+        });
+        Ok(())
+    }
+}
+
+impl State {
+    /// Consumes one injected failure for this verb and kind, if any.
+    fn take_injected(&mut self, verb: Verb, kind: Kind) -> Result<(), WriteError> {
+        let Some(pos) = self
+            .injected
+            .iter()
+            .position(|i| i.verb == verb && i.kind == kind)
+        else {
+            return Ok(());
+        };
+        let entry = &mut self.injected[pos];
+        let error = entry.error.clone();
+        entry.remaining -= 1;
+        if entry.remaining == 0 {
+            self.injected.remove(pos);
+        }
+        Err(error)
+    }
+
+    /// splitmix64: tiny, fast and good enough for names and UIDs.
+    fn next_u64(&mut self) -> u64 {
+        self.rng = self.rng.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn next_rv(&mut self) -> Name {
+        self.revision += 1;
+        Name::new(&self.revision.to_string())
+    }
+
+    /// A version-4-looking UUID drawn from the PRNG.
+    fn next_uid(&mut self) -> Name {
+        let hi = self.next_u64();
+        let lo = self.next_u64();
+        let hi = (hi & !0xF000) | 0x4000; // version 4
+        let lo = (lo & !(0xC << 60)) | (0x8 << 60); // RFC 4122 variant
+        let uid = format!(
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            hi >> 32,
+            (hi >> 16) & 0xFFFF,
+            hi & 0xFFFF,
+            lo >> 48,
+            lo & 0xFFFF_FFFF_FFFF
+        );
+        Name::new(&uid)
+    }
+
+    /// `<generateName><5 random chars>`, retried on collision; Invalid without a generateName.
+    fn generate_name(&mut self, object: &Object) -> Result<Name, WriteError> {
+        let kind = object.kind();
+        let prefix = match object {
+            Object::EndpointSlice(s) => s.generate_name.as_ref().filter(|p| !p.is_empty()),
+            Object::Endpoints(_) => None,
+        };
+        let Some(prefix) = prefix else {
+            return Err(WriteError::invalid(
+                kind,
+                "",
+                "metadata.name: Required value: name or generateName is required",
+            ));
+        };
+        let mut base = prefix.as_str();
+        if base.len() > MAX_GENERATED_PREFIX {
+            let mut cut = MAX_GENERATED_PREFIX;
+            while !base.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            base = &base[..cut];
+        }
+        let namespace = object.meta().namespace.clone();
+        let mut name = String::with_capacity(base.len() + NAME_SUFFIX_LEN);
+        for _ in 0..NAME_ATTEMPTS {
+            name.clear();
+            name.push_str(base);
+            for _ in 0..NAME_SUFFIX_LEN {
+                let i = (self.next_u64() % NAME_ALPHABET.len() as u64) as usize;
+                name.push(char::from(NAME_ALPHABET[i]));
+            }
+            let candidate = Name::new(&name);
+            if !self
+                .objects
+                .contains_key(&(kind, namespace.clone(), candidate.clone()))
+            {
+                return Ok(candidate);
+            }
+        }
+        Err(WriteError::AlreadyExists {
+            kind: kind.resource(),
+            name: Name::new(&name),
+        })
+    }
+}
+
+fn key_of(object: &Object) -> Key {
+    let meta = object.meta();
+    (object.kind(), meta.namespace.clone(), meta.name.clone())
+}
+
+/// Equal in everything but metadata: the rule for bumping generation.
+fn same_spec(a: &Object, b: &Object) -> bool {
+    match (a, b) {
+        (Object::EndpointSlice(a), Object::EndpointSlice(b)) => {
+            a.address_type == b.address_type && a.ports == b.ports && a.endpoints == b.endpoints
+        }
+        (Object::Endpoints(a), Object::Endpoints(b)) => a.subsets == b.subsets,
+        _ => false,
+    }
+}

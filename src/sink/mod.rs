@@ -1,13 +1,118 @@
 //! Where writes go: the `Sink` trait, an in-memory API server, and the executor that carries out a
 //! plan with upstream's ordering and error rules.
 
-use crate::model::{EndpointSlice, Endpoints, Name};
+use std::fmt;
+
+use crate::model::{EndpointSlice, Endpoints, Meta, Name};
+
+/// The kinds of object sliced writes. The order (EndpointSlice first) is the listing order of
+/// `MemorySink::objects`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    EndpointSlice,
+    Endpoints,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::EndpointSlice => "EndpointSlice",
+            Kind::Endpoints => "Endpoints",
+        }
+    }
+
+    /// The group-qualified resource, as the API server names it in NotFound, AlreadyExists, Conflict
+    /// and Forbidden messages.
+    pub fn resource(self) -> &'static str {
+        match self {
+            Kind::EndpointSlice => "endpointslices.discovery.k8s.io",
+            Kind::Endpoints => "endpoints",
+        }
+    }
+
+    /// The group-qualified kind, as the API server names it in Invalid messages.
+    pub fn qualified_kind(self) -> &'static str {
+        match self {
+            Kind::EndpointSlice => "EndpointSlice.discovery.k8s.io",
+            Kind::Endpoints => "Endpoints",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// The kinds of object sliced writes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Object {
     EndpointSlice(EndpointSlice),
     Endpoints(Endpoints),
+}
+
+impl Object {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Object::EndpointSlice(_) => Kind::EndpointSlice,
+            Object::Endpoints(_) => Kind::Endpoints,
+        }
+    }
+
+    pub fn meta(&self) -> &Meta {
+        match self {
+            Object::EndpointSlice(s) => &s.meta,
+            Object::Endpoints(e) => &e.meta,
+        }
+    }
+
+    pub fn meta_mut(&mut self) -> &mut Meta {
+        match self {
+            Object::EndpointSlice(s) => &mut s.meta,
+            Object::Endpoints(e) => &mut e.meta,
+        }
+    }
+
+    pub fn as_slice(&self) -> Option<&EndpointSlice> {
+        match self {
+            Object::EndpointSlice(s) => Some(s),
+            Object::Endpoints(_) => None,
+        }
+    }
+
+    pub fn as_endpoints(&self) -> Option<&Endpoints> {
+        match self {
+            Object::EndpointSlice(_) => None,
+            Object::Endpoints(e) => Some(e),
+        }
+    }
+
+    pub fn into_slice(self) -> Option<EndpointSlice> {
+        match self {
+            Object::EndpointSlice(s) => Some(s),
+            Object::Endpoints(_) => None,
+        }
+    }
+
+    pub fn into_endpoints(self) -> Option<Endpoints> {
+        match self {
+            Object::EndpointSlice(_) => None,
+            Object::Endpoints(e) => Some(e),
+        }
+    }
+}
+
+impl From<EndpointSlice> for Object {
+    fn from(s: EndpointSlice) -> Self {
+        Object::EndpointSlice(s)
+    }
+}
+
+impl From<Endpoints> for Object {
+    fn from(e: Endpoints) -> Self {
+        Object::Endpoints(e)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -27,27 +132,45 @@ impl Verb {
     }
 }
 
-/// A write the API server refused.
+/// A write the API server refused. `kind` is the group-qualified resource (`Kind::resource`), so
+/// that messages read as the API server's do.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
-    #[error("Operation cannot be fulfilled on {kind} \"{name}\": the object has been modified; please apply your changes to the latest version and try again")]
+    /// A stale resourceVersion on update.
+    #[error(
+        "Operation cannot be fulfilled on {kind} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+    )]
     Conflict { kind: &'static str, name: Name },
     #[error("{kind} \"{name}\" not found")]
     NotFound { kind: &'static str, name: Name },
     #[error("{kind} \"{name}\" already exists")]
     AlreadyExists { kind: &'static str, name: Name },
-    #[error("{kind} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated")]
+    /// Status cause `NamespaceTerminating`. `name` is empty for a generateName create: admission
+    /// refuses it before a name is generated.
+    #[error("{}", forbidden_message(kind, name, namespace))]
     NamespaceTerminating {
         kind: &'static str,
         name: Name,
         namespace: Name,
     },
+    /// Any other status: Invalid (422), a failed UID precondition (409 Conflict), server errors.
     #[error("{message}")]
     Status {
         code: u16,
         reason: String,
         message: String,
     },
+}
+
+fn forbidden_message(kind: &str, name: &str, namespace: &str) -> String {
+    let cause = format!(
+        "unable to create new content in namespace {namespace} because it is being terminated"
+    );
+    if name.is_empty() {
+        format!("{kind} is forbidden: {cause}")
+    } else {
+        format!("{kind} \"{name}\" is forbidden: {cause}")
+    }
 }
 
 impl WriteError {
@@ -59,6 +182,52 @@ impl WriteError {
             WriteError::NamespaceTerminating { .. } => 403,
             WriteError::Status { code, .. } => *code,
         }
+    }
+
+    /// 422 Invalid, worded as the API server's field errors: `"<field>: <detail>"`.
+    pub fn invalid(kind: Kind, name: &str, field_error: &str) -> WriteError {
+        WriteError::Status {
+            code: 422,
+            reason: "Invalid".to_string(),
+            message: format!(
+                "{} \"{name}\" is invalid: {field_error}",
+                kind.qualified_kind()
+            ),
+        }
+    }
+
+    /// 409 Conflict from a failed UID precondition.
+    pub fn uid_precondition(kind: Kind, name: &str, sent: &str, stored: &str) -> WriteError {
+        WriteError::Status {
+            code: 409,
+            reason: "Conflict".to_string(),
+            message: format!(
+                "Operation cannot be fulfilled on {} \"{name}\": Precondition failed: UID in precondition: {sent}, UID in object meta: {stored}",
+                kind.resource()
+            ),
+        }
+    }
+
+    /// Any 409 Conflict: a stale resourceVersion or a failed precondition.
+    pub fn is_conflict(&self) -> bool {
+        match self {
+            WriteError::Conflict { .. } => true,
+            WriteError::Status { code, reason, .. } => *code == 409 && reason == "Conflict",
+            _ => false,
+        }
+    }
+
+    pub fn is_not_found(&self) -> bool {
+        match self {
+            WriteError::NotFound { .. } => true,
+            WriteError::Status { code, .. } => *code == 404,
+            _ => false,
+        }
+    }
+
+    /// Upstream's `HasStatusCause(err, NamespaceTerminatingCause)`.
+    pub fn is_namespace_terminating(&self) -> bool {
+        matches!(self, WriteError::NamespaceTerminating { .. })
     }
 }
 
@@ -72,3 +241,6 @@ pub trait Sink: Send + Sync {
 
 pub mod apply;
 pub mod memory;
+
+pub use apply::{AppliedWrite, ApplyOutcome, TypeOutcome, TypeStatus, apply_plan};
+pub use memory::{MemorySink, WriteRecord};
