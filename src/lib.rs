@@ -8,3 +8,4 @@ pub mod model;
 pub mod reconcile;
 pub mod sim;
 pub mod sink;
+pub mod snapshot;

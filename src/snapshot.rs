@@ -9,9 +9,9 @@ use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service
 use crate::reconcile::slices::{SyncInput, reconcile};
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Options};
+use crate::sink::Object;
 use crate::sink::apply::apply_plan;
 use crate::sink::memory::{MemorySink, WriteRecord};
-use crate::sink::{Kind, Object};
 
 /// The objects of a cluster at one moment.
 #[derive(Clone, Debug, Default)]
@@ -58,11 +58,12 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
     for ns in &snapshot.namespaces {
         sink.set_namespace_terminating(&ns.name, ns.terminating);
     }
+    // Two input objects of one kind, namespace and name: the later one wins, as a later apply would.
     for slice in &snapshot.endpoint_slices {
-        sink.insert_existing(Object::EndpointSlice(slice.clone()));
+        let _ = sink.insert_existing(Object::EndpointSlice(slice.clone()));
     }
     for endpoints in &snapshot.endpoints {
-        sink.insert_existing(Object::Endpoints(endpoints.clone()));
+        let _ = sink.insert_existing(Object::Endpoints(endpoints.clone()));
     }
 
     let nodes: HashMap<Name, Node, RandomState> = snapshot
@@ -76,7 +77,8 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
     let mut pods: Vec<&Pod> = snapshot.pods.iter().collect();
     pods.sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
     let mut services: Vec<&Service> = snapshot.services.iter().collect();
-    services.sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
+    services
+        .sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
 
     let mut result = SnapshotResult::default();
     for service in services {
@@ -125,12 +127,8 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
 
 /// The slices this controller manages for `service`, without those being deleted, in name order.
 fn managed_slices(sink: &MemorySink, service: &Service) -> Vec<EndpointSlice> {
-    sink.list(Kind::EndpointSlice, &service.meta.namespace)
+    sink.list_slices(&service.meta.namespace)
         .into_iter()
-        .filter_map(|o| match o {
-            Object::EndpointSlice(s) => Some(s),
-            Object::Endpoints(_) => None,
-        })
         .filter(|s| {
             s.meta.deletion_timestamp.is_none()
                 && s.service_name() == Some(&service.meta.name)

@@ -69,7 +69,13 @@ impl Labels {
 
     /// A copy without `key`.
     pub fn without(&self, key: &str) -> Labels {
-        Labels(self.0.iter().filter(|(k, _)| k.as_str() != key).cloned().collect())
+        Labels(
+            self.0
+                .iter()
+                .filter(|(k, _)| k.as_str() != key)
+                .cloned()
+                .collect(),
+        )
     }
 
     /// A copy keeping only the pairs for which `keep` is true.

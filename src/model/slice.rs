@@ -186,9 +186,11 @@ impl EndpointSlice {
     /// Owned by the Service with this UID: the rule upstream uses to tell its slices from those of an
     /// older Service of the same name.
     pub fn is_owned_by(&self, service_uid: &str) -> bool {
-        self.owner_references
-            .iter()
-            .any(|r| r.uid.as_str() == service_uid && r.kind.as_str() == "Service" && r.api_version.as_str() == "v1")
+        self.owner_references.iter().any(|r| {
+            r.uid.as_str() == service_uid
+                && r.kind.as_str() == "Service"
+                && r.api_version.as_str() == "v1"
+        })
     }
 }
 

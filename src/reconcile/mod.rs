@@ -112,7 +112,10 @@ pub struct Plan {
 
 impl Plan {
     pub fn write_count(&self) -> usize {
-        self.per_type.iter().map(AddressTypePlan::write_count).sum::<usize>()
+        self.per_type
+            .iter()
+            .map(AddressTypePlan::write_count)
+            .sum::<usize>()
             + self.unsupported_deletes.len()
     }
 }

@@ -6,6 +6,11 @@ use crate::model::{AddressType, EndpointSlice, Service};
 #[derive(Debug, Default)]
 pub struct TopologyCache {}
 
+impl TopologyCache {
+    pub fn set_nodes<'a>(&mut self, _nodes: impl IntoIterator<Item = &'a crate::model::Node>) {}
+    pub fn apply(&mut self, _service_key: &str, _changes: &[TopologyChange]) {}
+}
+
 pub struct TopologyInput<'a> {
     pub service: &'a Service,
     pub service_key: &'a str,

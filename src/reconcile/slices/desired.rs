@@ -194,7 +194,11 @@ pub fn pod_has_endpoint(pod: &Pod) -> bool {
 
 /// Resolves a named target port in the pod's containers: regular containers first, then sidecars; the
 /// name and the protocol must both match.
-fn find_named_port(named: &[ContainerPort], port: &crate::model::ServicePort, name: &str) -> Option<i32> {
+fn find_named_port(
+    named: &[ContainerPort],
+    port: &crate::model::ServicePort,
+    name: &str,
+) -> Option<i32> {
     named
         .iter()
         .find(|c| !c.sidecar && c.name.as_str() == name && c.protocol == port.protocol)

@@ -236,7 +236,12 @@ fn reconcile_address_type(
         options: input.options,
         cache: input.topology,
     };
-    let hints = topology::apply_hints(&topology_input, &mut out.creates, &mut out.updates, &unchanged);
+    let hints = topology::apply_hints(
+        &topology_input,
+        &mut out.creates,
+        &mut out.updates,
+        &unchanged,
+    );
     plan.events.extend(hints.events);
     plan.topology_changes.extend(hints.change);
 

@@ -1,0 +1,231 @@
+//! Scenario tests: every `fixtures/scenarios/*.yaml` is a cluster snapshot plus a ConfigMap named
+//! `sliced-scenario` that says how to run `sliced reconcile` on it and what must come out.
+//!
+//! The ConfigMap's `data`:
+//! - `args`: extra flags, e.g. `--max-endpoints-per-slice 2`.
+//! - `writes`: the number of writes by verb, e.g. `create=1 update=0 delete=2`.
+//! - `slices`: a YAML list of partial EndpointSlices; the slices that exist afterwards must match them
+//!   one to one (see `matcher`).
+//! - `errors`: a YAML list of `{service, message}`, `message` a substring; without it, no errors.
+//! - `idempotent`: "false" when a second run is expected to write (default: it must write nothing).
+//!
+//! Besides what a scenario states, every run must order each service's writes per address type as
+//! upstream does: creates, then updates, then deletes.
+
+mod matcher;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+const CONFIG_NAME: &str = "sliced-scenario";
+
+struct Scenario {
+    path: PathBuf,
+    documents: Vec<Value>,
+    config: serde_json::Map<String, Value>,
+}
+
+fn load(path: &Path) -> Scenario {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
+    let config = documents
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == CONFIG_NAME)
+        .and_then(|d| d["data"].as_object().cloned())
+        .unwrap_or_else(|| panic!("{}: no ConfigMap {CONFIG_NAME}", path.display()));
+    Scenario {
+        path: path.to_path_buf(),
+        documents,
+        config,
+    }
+}
+
+fn data<'a>(s: &'a Scenario, key: &str) -> Option<&'a str> {
+    s.config.get(key).and_then(Value::as_str)
+}
+
+fn yaml_data(s: &Scenario, key: &str) -> Option<Value> {
+    data(s, key).map(|text| {
+        serde_saphyr::from_str(text)
+            .unwrap_or_else(|e| panic!("{}: data.{key}: {e}", s.path.display()))
+    })
+}
+
+/// Runs `sliced reconcile -o json` on a file with the scenario's args; returns the parsed output.
+fn run(s: &Scenario, file: &Path) -> Value {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sliced"));
+    cmd.args(["reconcile", "-o", "json", "-f"]).arg(file);
+    if let Some(args) = data(s, "args") {
+        cmd.args(args.split_whitespace());
+    }
+    let out = cmd.output().expect("run sliced");
+    assert!(
+        out.status.success(),
+        "{}: sliced reconcile exited {:?}: {}",
+        s.path.display(),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{}: output is not JSON: {e}\n{}",
+            s.path.display(),
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn verb_counts(writes: &[Value]) -> String {
+    let count = |v: &str| writes.iter().filter(|w| w["verb"] == v).count();
+    format!(
+        "create={} update={} delete={}",
+        count("create"),
+        count("update"),
+        count("delete")
+    )
+}
+
+/// Within one service and address type: creates, then updates, then deletes.
+fn check_order(s: &Scenario, writes: &[Value]) {
+    let rank = |v: &Value| match v.as_str() {
+        Some("create") => 0,
+        Some("update") => 1,
+        _ => 2,
+    };
+    let mut last: Vec<(String, i32)> = Vec::new();
+    for w in writes {
+        let o = &w["object"];
+        let key = format!(
+            "{}/{}/{}",
+            o["metadata"]["namespace"].as_str().unwrap_or(""),
+            o["metadata"]["labels"]["kubernetes.io/service-name"]
+                .as_str()
+                .unwrap_or(""),
+            o["addressType"].as_str().unwrap_or("")
+        );
+        let r = rank(&w["verb"]);
+        match last.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, prev)) => {
+                assert!(
+                    *prev <= r,
+                    "{}: writes out of order for {key}: {writes:#?}",
+                    s.path.display()
+                );
+                *prev = r;
+            }
+            None => last.push((key, r)),
+        }
+    }
+}
+
+fn check_scenario(path: &Path) {
+    let s = load(path);
+    let out = run(&s, path);
+    let writes = out["writes"].as_array().cloned().unwrap_or_default();
+    let objects = out["objects"].as_array().cloned().unwrap_or_default();
+    let errors = out["errors"].as_array().cloned().unwrap_or_default();
+    let shown = || serde_json::to_string_pretty(&out).unwrap_or_default();
+
+    if let Some(expected) = data(&s, "writes") {
+        assert_eq!(
+            verb_counts(&writes),
+            expected.split_whitespace().collect::<Vec<_>>().join(" "),
+            "{}: writes by verb\n{}",
+            path.display(),
+            shown()
+        );
+    }
+    check_order(&s, &writes);
+
+    let slices: Vec<Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "EndpointSlice")
+        .cloned()
+        .collect();
+    if let Some(expected) = yaml_data(&s, "slices") {
+        let expected = expected.as_array().cloned().unwrap_or_default();
+        if let Err(why) = matcher::match_all(&expected, &slices) {
+            panic!("{}: slices afterwards: {why}\n{}", path.display(), shown());
+        }
+    }
+
+    let expected_errors = yaml_data(&s, "errors")
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default();
+    assert_eq!(
+        errors.len(),
+        expected_errors.len(),
+        "{}: errors\n{}",
+        path.display(),
+        shown()
+    );
+    for want in &expected_errors {
+        let found = errors.iter().any(|e| {
+            e["service"] == want["service"]
+                && e["message"]
+                    .as_str()
+                    .zip(want["message"].as_str())
+                    .is_some_and(|(got, sub)| got.contains(sub))
+        });
+        assert!(found, "{}: no error like {want}\n{}", path.display(), shown());
+    }
+
+    if data(&s, "idempotent") != Some("false") {
+        // What the first run left must need no write: upstream's "no write when unchanged".
+        let mut items: Vec<Value> = s
+            .documents
+            .iter()
+            .filter(|d| d["kind"] != "EndpointSlice" && d["kind"] != "Endpoints")
+            .filter(|d| d["kind"] != "ConfigMap")
+            .cloned()
+            .collect();
+        items.extend(objects.iter().cloned());
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+        let dir = std::env::temp_dir().join(format!("sliced-scenario-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = dir.join(path.file_name().expect("file name")).with_extension("json");
+        std::fs::write(&file, serde_json::to_vec(&list).expect("json")).expect("write temp");
+        let again = run(&s, &file);
+        let rewrites = again["writes"].as_array().cloned().unwrap_or_default();
+        assert!(
+            rewrites.is_empty(),
+            "{}: a second run wrote again: {}",
+            path.display(),
+            serde_json::to_string_pretty(&rewrites).unwrap_or_default()
+        );
+    }
+}
+
+#[test]
+fn scenarios() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/scenarios");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("fixtures/scenarios")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty(), "no scenarios found");
+    let only = std::env::var("SCENARIO").ok();
+    let mut failures = Vec::new();
+    for path in &paths {
+        if only.as_deref().is_some_and(|o| !path.to_string_lossy().contains(o)) {
+            continue;
+        }
+        let result = std::panic::catch_unwind(|| check_scenario(path));
+        if let Err(e) = result {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            failures.push(msg);
+        }
+    }
+    println!("{} scenarios checked", paths.len());
+    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n\n"));
+}
