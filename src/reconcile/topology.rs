@@ -1,1 +1,0 @@
-//! Topology-aware hints and traffic distribution.
