@@ -29,8 +29,8 @@ struct Scenario {
 
 fn load(path: &Path) -> Scenario {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let documents: Vec<Value> = serde_saphyr::from_multiple(&text)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let documents: Vec<Value> = documents.into_iter().filter(|d| !d.is_null()).collect();
     let config = documents
         .iter()
@@ -171,7 +171,12 @@ fn check_scenario(path: &Path) {
                     .zip(want["message"].as_str())
                     .is_some_and(|(got, sub)| got.contains(sub))
         });
-        assert!(found, "{}: no error like {want}\n{}", path.display(), shown());
+        assert!(
+            found,
+            "{}: no error like {want}\n{}",
+            path.display(),
+            shown()
+        );
     }
 
     if data(&s, "idempotent") != Some("false") {
@@ -187,7 +192,9 @@ fn check_scenario(path: &Path) {
         let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
         let dir = std::env::temp_dir().join(format!("sliced-scenario-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let file = dir.join(path.file_name().expect("file name")).with_extension("json");
+        let file = dir
+            .join(path.file_name().expect("file name"))
+            .with_extension("json");
         std::fs::write(&file, serde_json::to_vec(&list).expect("json")).expect("write temp");
         let again = run(&s, &file);
         let rewrites = again["writes"].as_array().cloned().unwrap_or_default();
@@ -213,7 +220,10 @@ fn scenarios() {
     let only = std::env::var("SCENARIO").ok();
     let mut failures = Vec::new();
     for path in &paths {
-        if only.as_deref().is_some_and(|o| !path.to_string_lossy().contains(o)) {
+        if only
+            .as_deref()
+            .is_some_and(|o| !path.to_string_lossy().contains(o))
+        {
             continue;
         }
         let result = std::panic::catch_unwind(|| check_scenario(path));
@@ -227,5 +237,10 @@ fn scenarios() {
         }
     }
     println!("{} scenarios checked", paths.len());
-    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failed:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }

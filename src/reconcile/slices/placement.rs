@@ -16,7 +16,7 @@ pub(crate) struct GroupPlan {
 
 enum State {
     Unchanged,
-    Update(EndpointSlice),
+    Update(Box<EndpointSlice>),
     Delete,
 }
 
@@ -87,12 +87,12 @@ pub(crate) fn place(
                 let mut copy = shell_of(slice);
                 copy.endpoints = kept;
                 copy.meta.labels = labels.desired.clone();
-                State::Update(copy)
+                State::Update(Box::new(copy))
             }
         } else if relabel {
             let mut copy = (*slice).clone();
             copy.meta.labels = labels.desired.clone();
-            State::Update(copy)
+            State::Update(Box::new(copy))
         } else {
             State::Unchanged
         };
@@ -145,7 +145,7 @@ pub(crate) fn place(
                 // Unchanged means its labels are already right; upstream leaves them as they are.
                 let mut copy = existing[i].clone();
                 fill(&mut copy, desired, max_per_slice);
-                states[i] = State::Update(copy);
+                states[i] = State::Update(Box::new(copy));
             }
             None => {
                 let mut slice = new_slice();
@@ -160,7 +160,7 @@ pub(crate) fn place(
     for (i, state) in states.into_iter().enumerate() {
         match state {
             State::Unchanged => {}
-            State::Update(s) => updates.push(s),
+            State::Update(s) => updates.push(*s),
             State::Delete => deletes.push(existing[i].clone()),
         }
     }
