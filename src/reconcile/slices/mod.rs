@@ -236,8 +236,9 @@ fn reconcile_address_type(
         options: input.options,
         cache: input.topology,
     };
-    let hints = topology::apply_hints(
+    let hints = topology::apply_hints_after(
         &topology_input,
+        &plan.topology_changes,
         &mut out.creates,
         &mut out.updates,
         &unchanged,
