@@ -1,1 +1,41 @@
-fn main() {}
+//! The `sliced` command line.
+
+use clap::{Parser, Subcommand};
+use mimalloc::MiMalloc;
+
+mod cli;
+
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
+
+/// sliced keeps Kubernetes EndpointSlices in step with Pods and Nodes, as kube-controller-manager's
+/// EndpointSlice controller does, faster and with fewer writes.
+#[derive(Parser)]
+#[command(name = "sliced", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Reconcile a snapshot of objects from files once, offline, and print the resulting objects.
+    Reconcile(cli::reconcile::ReconcileArgs),
+    /// Build a synthetic cluster in memory and reconcile it end to end.
+    Simulate(cli::simulate::SimulateArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Reconcile(args) => cli::reconcile::run(args),
+        Command::Simulate(args) => cli::simulate::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! The commands behind `sliced`'s subcommands.
+
+pub mod reconcile;
+pub mod simulate;

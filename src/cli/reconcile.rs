@@ -1,0 +1,136 @@
+//! `sliced reconcile`: one sync of every Service in a YAML or JSON snapshot, with no cluster.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde_json::{Value, json};
+
+use sliced::kube::convert::object_to_json;
+use sliced::kube::manifest::{self, Manifest};
+use sliced::reconcile::Options;
+use sliced::sink::Object;
+use sliced::snapshot::{Snapshot, SnapshotResult, reconcile_snapshot};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum Format {
+    Yaml,
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct ReconcileArgs {
+    /// A file of Kubernetes objects (YAML documents, a List, or JSON); `-` reads standard input.
+    #[arg(short = 'f', long = "filename", required = true, value_name = "FILE")]
+    files: Vec<String>,
+    /// The most endpoints one EndpointSlice holds, as kube-controller-manager's flag.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    max_endpoints_per_slice: u32,
+    /// Honour the PreferSameZone and PreferSameNode traffic distributions.
+    #[arg(long)]
+    prefer_same_traffic_distribution: bool,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
+    output: Format,
+    /// Seed for the names the in-memory API server generates.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+/// Reads every file; a malformed input ends the command with status 2.
+fn load(files: &[String]) -> Result<Manifest, String> {
+    let mut all = Manifest::default();
+    for file in files {
+        let loaded = if file == "-" {
+            manifest::load_reader("-", std::io::stdin().lock())
+        } else {
+            manifest::load_file(file)
+        };
+        all.merge(loaded.map_err(|e| e.to_string())?);
+    }
+    Ok(all)
+}
+
+pub fn snapshot_of(m: Manifest) -> Snapshot {
+    Snapshot {
+        services: m.services,
+        pods: m.pods,
+        nodes: m.nodes,
+        namespaces: m.namespaces,
+        endpoint_slices: m.endpoint_slices,
+        endpoints: m.endpoints,
+    }
+}
+
+pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
+    let manifest = match load(&args.files) {
+        Ok(m) => m,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    for warning in &manifest.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let options = Options {
+        max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
+        prefer_same_traffic_distribution: args.prefer_same_traffic_distribution,
+    };
+    let result = reconcile_snapshot(&snapshot_of(manifest), &options, args.seed);
+    let text = match args.output {
+        Format::Json => render_json(&result)?,
+        Format::Yaml => render_yaml(&result)?,
+    };
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .context("writing output")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn json_of(object: &Object) -> anyhow::Result<Value> {
+    object_to_json(object).context("serialising an object")
+}
+
+fn render_json(result: &SnapshotResult) -> anyhow::Result<String> {
+    let writes = result
+        .writes
+        .iter()
+        .map(|w| Ok(json!({"verb": w.verb.as_str(), "object": json_of(&w.sent)?})))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let objects = result
+        .objects
+        .iter()
+        .map(json_of)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let errors: Vec<Value> = result
+        .errors
+        .iter()
+        .map(|e| json!({"service": e.service, "message": e.message}))
+        .collect();
+    let events: Vec<Value> = result
+        .events
+        .iter()
+        .map(|(service, e)| {
+            json!({
+                "service": service,
+                "type": format!("{:?}", e.event_type),
+                "reason": e.reason,
+                "message": e.message,
+            })
+        })
+        .collect();
+    let doc = json!({"writes": writes, "objects": objects, "errors": errors, "events": events});
+    Ok(serde_json::to_string_pretty(&doc)? + "\n")
+}
+
+fn render_yaml(result: &SnapshotResult) -> anyhow::Result<String> {
+    let mut text = String::new();
+    for object in result.objects.iter().filter(|o| o.as_slice().is_some()) {
+        text.push_str("---\n");
+        text.push_str(&serde_saphyr::to_string(&json_of(object)?).context("writing YAML")?);
+    }
+    Ok(text)
+}
