@@ -1,1 +1,599 @@
 //! Loading Kubernetes objects from YAML and JSON files.
+//!
+//! A file is a stream of YAML documents separated by `---`, or JSON (one object, several
+//! concatenated objects, or an array). Any object may be a `List` (or a typed list such as
+//! `PodList`) whose items are loaded in turn. Documents are first read into JSON values, so that
+//! Lists can be unwrapped and kinds dispatched, then deserialised into k8s-openapi types with
+//! `serde_path_to_error`, then converted into the model. Every error names the file, the document,
+//! the list item, the object and the field.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::convert::{self, ConvertError};
+use crate::model::{
+    ContainerPort, EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Protocol, Service,
+};
+
+/// The objects of one or more files.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Manifest {
+    pub services: Vec<Service>,
+    pub pods: Vec<Pod>,
+    pub nodes: Vec<Node>,
+    pub namespaces: Vec<Namespace>,
+    pub endpoint_slices: Vec<EndpointSlice>,
+    pub endpoints: Vec<Endpoints>,
+    /// One line per skipped object, naming file, document and object.
+    pub warnings: Vec<String>,
+}
+
+impl Manifest {
+    /// Appends the objects and warnings of `other`, as when several files are given.
+    pub fn merge(&mut self, other: Manifest) {
+        self.services.extend(other.services);
+        self.pods.extend(other.pods);
+        self.nodes.extend(other.nodes);
+        self.namespaces.extend(other.namespaces);
+        self.endpoint_slices.extend(other.endpoint_slices);
+        self.endpoints.extend(other.endpoints);
+        self.warnings.extend(other.warnings);
+    }
+
+    /// The number of objects loaded, warnings aside.
+    pub fn len(&self) -> usize {
+        self.services.len()
+            + self.pods.len()
+            + self.nodes.len()
+            + self.namespaces.len()
+            + self.endpoint_slices.len()
+            + self.endpoints.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where in a file: the document (1-based, counting `---` separated documents) and, inside Lists,
+/// the item (1-based; one number per nesting level).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    pub document: usize,
+    pub items: Vec<usize>,
+}
+
+impl Position {
+    fn item(&self, index: usize) -> Position {
+        let mut items = self.items.clone();
+        items.push(index + 1);
+        Position {
+            document: self.document,
+            items,
+        }
+    }
+}
+
+impl fmt::Display for Position {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "document {}", self.document)?;
+        for item in &self.items {
+            write!(f, ", item {item}")?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{file}: {source}")]
+    Io {
+        file: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The text does not parse; `message` has the line and column.
+    #[error("{file}: {at}: invalid {format}: {message}")]
+    Syntax {
+        file: String,
+        at: Position,
+        format: &'static str,
+        message: String,
+    },
+    /// An object is malformed.
+    #[error(transparent)]
+    Invalid(Box<InvalidObject>),
+}
+
+/// A malformed object: where, which, the field and the problem.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {at}{}: {}{message}", object_label(.object), path_label(.path))]
+pub struct InvalidObject {
+    pub file: String,
+    pub at: Position,
+    /// "Kind namespace/name" when known.
+    pub object: Option<String>,
+    /// The field, such as `spec.ports[0].port`; empty for the object as a whole.
+    pub path: String,
+    pub message: String,
+}
+
+fn object_label(object: &Option<String>) -> String {
+    object
+        .as_ref()
+        .map(|o| format!(" ({o})"))
+        .unwrap_or_default()
+}
+
+fn path_label(path: &str) -> String {
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}: ")
+    }
+}
+
+impl LoadError {
+    pub fn file(&self) -> &str {
+        match self {
+            LoadError::Io { file, .. } | LoadError::Syntax { file, .. } => file,
+            LoadError::Invalid(e) => &e.file,
+        }
+    }
+
+    pub fn position(&self) -> Option<&Position> {
+        match self {
+            LoadError::Io { .. } => None,
+            LoadError::Syntax { at, .. } => Some(at),
+            LoadError::Invalid(e) => Some(&e.at),
+        }
+    }
+
+    /// The field path of an invalid object, such as `spec.ports[0].port`.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            LoadError::Invalid(e) if !e.path.is_empty() => Some(&e.path),
+            _ => None,
+        }
+    }
+}
+
+/// Loads a file; `-` is not special here (the caller reads stdin with [`load_reader`]).
+pub fn load_file(path: impl AsRef<Path>) -> Result<Manifest, LoadError> {
+    let path = path.as_ref();
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+        file: file.clone(),
+        source,
+    })?;
+    load_str(&file, &text)
+}
+
+/// Loads everything `reader` yields; `source` names it in messages (such as "<stdin>").
+pub fn load_reader(source: &str, mut reader: impl Read) -> Result<Manifest, LoadError> {
+    let mut text = String::new();
+    reader
+        .read_to_string(&mut text)
+        .map_err(|e| LoadError::Io {
+            file: source.to_owned(),
+            source: e,
+        })?;
+    load_str(source, &text)
+}
+
+/// Loads YAML or JSON text; `source` names it in messages.
+pub fn load_str(source: &str, text: &str) -> Result<Manifest, LoadError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let documents = if looks_like_json(text) {
+        json_documents(source, text)?
+    } else {
+        yaml_documents(source, text)?
+    };
+    let mut loader = Loader {
+        file: source,
+        out: Manifest::default(),
+        port_lists: HashMap::new(),
+    };
+    for (document, value) in documents {
+        let at = Position {
+            document,
+            items: Vec::new(),
+        };
+        loader.value(value, &at, None)?;
+    }
+    Ok(loader.out)
+}
+
+/// JSON is parsed as JSON for its better messages. Flow-style YAML also starts with `{` or `[`,
+/// but its keys are usually unquoted, and a JSON key is always quoted.
+fn looks_like_json(text: &str) -> bool {
+    let text = text.trim_start();
+    if !text.starts_with(['{', '[']) {
+        return false;
+    }
+    match text.find('{') {
+        Some(i) => text[i + 1..].trim_start().starts_with(['"', '}']),
+        None => true,
+    }
+}
+
+fn json_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
+    let mut documents = Vec::new();
+    for (i, value) in serde_json::Deserializer::from_str(text)
+        .into_iter::<Value>()
+        .enumerate()
+    {
+        let value = value.map_err(|e| LoadError::Syntax {
+            file: file.to_owned(),
+            at: Position {
+                document: i + 1,
+                items: Vec::new(),
+            },
+            format: "JSON",
+            message: e.to_string(),
+        })?;
+        documents.push((i + 1, value));
+    }
+    Ok(documents)
+}
+
+fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
+    let starts = DocumentStarts::new(text);
+    let mut options = serde_saphyr::Options::default();
+    // The default budget suits configuration files; a cluster dump can be far larger. Without
+    // aliases, every event and node takes at least one byte of input. Alias limits stay, and so
+    // does the depth limit (64), which keeps deserialising within a thread's stack.
+    let mut budget = serde_saphyr::Budget::default();
+    let size = text.len().saturating_mul(2).saturating_add(1024);
+    budget.max_events = budget.max_events.max(size);
+    budget.max_nodes = budget.max_nodes.max(size);
+    budget.max_documents = budget.max_documents.max(size);
+    budget.max_total_scalar_bytes = budget.max_total_scalar_bytes.max(size);
+    budget.max_reader_input_bytes = None;
+    options.budget = Some(budget);
+    options.with_snippet = false;
+    match serde_saphyr::from_multiple_with_options::<serde_saphyr::Spanned<Value>>(text, options) {
+        Ok(documents) => Ok(documents
+            .into_iter()
+            .map(|d| (starts.document_at(d.referenced.line()), d.value))
+            .collect()),
+        Err(e) => Err(LoadError::Syntax {
+            file: file.to_owned(),
+            at: Position {
+                document: e.location().map_or(1, |l| starts.document_at(l.line())),
+                items: Vec::new(),
+            },
+            format: "YAML",
+            // The parser's advice names its own options, which mean nothing to our users.
+            message: e
+                .without_snippet()
+                .to_string()
+                .replace(", set DuplicateKeyPolicy in Options if acceptable", ""),
+        }),
+    }
+}
+
+/// Maps a line to the number of the document it is in. The parser skips empty documents, so
+/// positions in the text are the only reliable count.
+struct DocumentStarts {
+    /// (first line, document number), lines 1-based, in order.
+    starts: Vec<(u64, usize)>,
+}
+
+impl DocumentStarts {
+    fn new(text: &str) -> DocumentStarts {
+        let mut starts = Vec::new();
+        let mut count = 0;
+        let mut in_document = false;
+        for (i, line) in text.split('\n').enumerate() {
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let line_no = i as u64 + 1;
+            let marker = |m: &str| {
+                line.strip_prefix(m)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t']))
+            };
+            if marker("---") {
+                count += 1;
+                in_document = true;
+                starts.push((line_no, count));
+            } else if marker("...") {
+                in_document = false;
+            } else if !in_document {
+                // Comments and directives before a document belong to none; content starts one
+                // without a `---`.
+                let trimmed = line.trim_start();
+                if !(trimmed.is_empty() || trimmed.starts_with('#') || line.starts_with('%')) {
+                    count += 1;
+                    in_document = true;
+                    starts.push((line_no, count));
+                }
+            }
+        }
+        DocumentStarts { starts }
+    }
+
+    fn document_at(&self, line: u64) -> usize {
+        let i = self.starts.partition_point(|&(start, _)| start <= line);
+        match i.checked_sub(1) {
+            Some(i) => self.starts[i].1,
+            None => 1,
+        }
+    }
+}
+
+const READS: &str = "sliced reads Services, Pods, Nodes, Namespaces, EndpointSlices and Endpoints";
+
+/// The kinds sliced reads, with the apiVersion each must have.
+const KINDS: [(&str, &str); 6] = [
+    ("Service", "v1"),
+    ("Pod", "v1"),
+    ("Node", "v1"),
+    ("Namespace", "v1"),
+    ("Endpoints", "v1"),
+    ("EndpointSlice", "discovery.k8s.io/v1"),
+];
+
+struct Loader<'a> {
+    file: &'a str,
+    out: Manifest,
+    /// Named-port lists seen so far: pods of one template share one allocation.
+    port_lists: HashMap<PortsKey, Arc<[ContainerPort]>>,
+}
+
+/// A list of named ports as a hashable key.
+type PortsKey = Vec<(Name, i32, Protocol, bool)>;
+
+/// The apiVersion and kind that items of a typed list (such as `PodList`) have when they omit them.
+type Inherited<'a> = Option<(&'a str, &'a str)>;
+
+impl Loader<'_> {
+    fn invalid(
+        &self,
+        at: &Position,
+        object: Option<String>,
+        path: &str,
+        message: String,
+    ) -> LoadError {
+        LoadError::Invalid(Box::new(InvalidObject {
+            file: self.file.to_owned(),
+            at: at.clone(),
+            object,
+            path: path.to_owned(),
+            message,
+        }))
+    }
+
+    fn value(
+        &mut self,
+        value: Value,
+        at: &Position,
+        inherited: Inherited,
+    ) -> Result<(), LoadError> {
+        let mut map = match value {
+            // An empty document or list item.
+            Value::Null => return Ok(()),
+            Value::Object(map) => map,
+            // A JSON array at the top: a list without the wrapper.
+            Value::Array(items) if at.items.is_empty() => return self.items(items, at, None),
+            other => {
+                return Err(self.invalid(
+                    at,
+                    None,
+                    "",
+                    format!(
+                        "expected a Kubernetes object (a mapping), found {}",
+                        type_name(&other)
+                    ),
+                ));
+            }
+        };
+        let kind = self.type_field(&map, at, "kind", inherited.map(|i| i.1))?;
+        let api_version = self.type_field(&map, at, "apiVersion", inherited.map(|i| i.0))?;
+
+        let typed_list = kind
+            .strip_suffix("List")
+            .filter(|_| map.contains_key("items"));
+        if kind == "List" || typed_list.is_some() {
+            let items = match map.remove("items") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(items)) => items,
+                Some(other) => {
+                    return Err(self.invalid(
+                        at,
+                        Some(kind),
+                        "items",
+                        format!("expected a list, found {}", type_name(&other)),
+                    ));
+                }
+            };
+            let inherited = typed_list
+                .filter(|k| !k.is_empty())
+                .map(|k| (api_version.as_str(), k));
+            return self.items(items, at, inherited);
+        }
+
+        let Some(&(_, want_version)) = KINDS.iter().find(|(k, _)| *k == kind) else {
+            let label = object_name(&map, &kind, None);
+            self.out
+                .warnings
+                .push(format!("{}: {at}: skipping {label}: {READS}", self.file));
+            return Ok(());
+        };
+        let label = object_name(&map, &kind, Some(kind != "Node" && kind != "Namespace"));
+        if api_version != want_version {
+            self.out.warnings.push(format!(
+                "{}: {at}: skipping {label}: apiVersion {api_version:?} is not supported (want {want_version})",
+                self.file
+            ));
+            return Ok(());
+        }
+        let value = Value::Object(map);
+        let label = Some(label);
+        match kind.as_str() {
+            "Service" => {
+                let o = self.decode::<core::Service>(value, at, &label)?;
+                let o =
+                    convert::service_from_k8s(&o).map_err(|e| self.convert_error(at, label, e))?;
+                self.out.services.push(o);
+            }
+            "Pod" => {
+                let o = self.decode::<core::Pod>(value, at, &label)?;
+                let mut o =
+                    convert::pod_from_k8s(&o).map_err(|e| self.convert_error(at, label, e))?;
+                self.share_named_ports(&mut o);
+                self.out.pods.push(o);
+            }
+            "Node" => {
+                let o = self.decode::<core::Node>(value, at, &label)?;
+                let o = convert::node_from_k8s(&o).map_err(|e| self.convert_error(at, label, e))?;
+                self.out.nodes.push(o);
+            }
+            "Namespace" => {
+                let o = self.decode::<core::Namespace>(value, at, &label)?;
+                let o = convert::namespace_from_k8s(&o)
+                    .map_err(|e| self.convert_error(at, label, e))?;
+                self.out.namespaces.push(o);
+            }
+            "Endpoints" => {
+                let o = self.decode::<core::Endpoints>(value, at, &label)?;
+                let o = convert::endpoints_from_k8s(&o)
+                    .map_err(|e| self.convert_error(at, label, e))?;
+                self.out.endpoints.push(o);
+            }
+            _ => {
+                let o = self.decode::<discovery::EndpointSlice>(value, at, &label)?;
+                let o = convert::endpoint_slice_from_k8s(&o)
+                    .map_err(|e| self.convert_error(at, label, e))?;
+                self.out.endpoint_slices.push(o);
+            }
+        }
+        Ok(())
+    }
+
+    fn items(
+        &mut self,
+        items: Vec<Value>,
+        at: &Position,
+        inherited: Inherited,
+    ) -> Result<(), LoadError> {
+        for (i, item) in items.into_iter().enumerate() {
+            self.value(item, &at.item(i), inherited)?;
+        }
+        Ok(())
+    }
+
+    /// `kind` or `apiVersion`: a non-empty string, or the list's when the item has none.
+    fn type_field(
+        &self,
+        map: &Map<String, Value>,
+        at: &Position,
+        field: &str,
+        inherited: Option<&str>,
+    ) -> Result<String, LoadError> {
+        match (map.get(field), inherited) {
+            (Some(Value::String(s)), _) if !s.is_empty() => Ok(s.clone()),
+            (None | Some(Value::Null), Some(i)) => Ok(i.to_owned()),
+            (None | Some(Value::Null), None) => {
+                Err(self.invalid(at, None, field, "required field is missing".to_owned()))
+            }
+            (Some(Value::String(_)), _) => {
+                Err(self.invalid(at, None, field, "must not be empty".to_owned()))
+            }
+            (Some(other), _) => Err(self.invalid(
+                at,
+                None,
+                field,
+                format!("expected a string, found {}", type_name(other)),
+            )),
+        }
+    }
+
+    fn decode<T: DeserializeOwned>(
+        &self,
+        value: Value,
+        at: &Position,
+        object: &Option<String>,
+    ) -> Result<T, LoadError> {
+        serde_path_to_error::deserialize(value).map_err(|e| {
+            let path = e.path().to_string();
+            // The root path prints as ".".
+            let path = if path == "." { String::new() } else { path };
+            self.invalid(at, object.clone(), &path, e.into_inner().to_string())
+        })
+    }
+
+    fn convert_error(&self, at: &Position, object: Option<String>, e: ConvertError) -> LoadError {
+        self.invalid(at, object, &e.path, e.message)
+    }
+
+    fn share_named_ports(&mut self, pod: &mut Pod) {
+        let key = pod
+            .named_ports
+            .iter()
+            .map(|p| (p.name.clone(), p.port, p.protocol, p.sidecar))
+            .collect();
+        match self.port_lists.entry(key) {
+            Entry::Occupied(e) => pod.named_ports = e.get().clone(),
+            Entry::Vacant(e) => {
+                e.insert(pod.named_ports.clone());
+            }
+        }
+    }
+}
+
+/// "Kind namespace/name" from the raw metadata. `namespaced` is `None` for kinds whose scope is
+/// unknown: the namespace shows only when given.
+fn object_name(map: &Map<String, Value>, kind: &str, namespaced: Option<bool>) -> String {
+    let metadata = map.get("metadata");
+    let field = |f: &str| {
+        metadata
+            .and_then(|m| m.get(f))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    let name = match (field("name"), field("generateName")) {
+        (Some(name), _) => name.to_owned(),
+        (None, Some(prefix)) => format!("{prefix}*"),
+        (None, None) => "(no name)".to_owned(),
+    };
+    match (field("namespace"), namespaced) {
+        (Some(ns), Some(true) | None) => format!("{kind} {ns}/{name}"),
+        (None, Some(true)) => format!("{kind} default/{name}"),
+        _ => format!("{kind} {name}"),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn document_numbers_follow_separators() {
+        let text = "# comment\n---\na: 1\n---\n---\nb: 2\n...\n# between\nc: 3\n--- {d: 4}\n";
+        let starts = DocumentStarts::new(text);
+        let at: Vec<usize> = (1..=10).map(|l| starts.document_at(l)).collect();
+        assert_eq!(at, [1, 1, 1, 2, 3, 3, 3, 3, 4, 5]);
+        let bare = DocumentStarts::new("a: 1\n---\nb: 2\n");
+        assert_eq!([bare.document_at(1), bare.document_at(3)], [1, 2]);
+    }
+}

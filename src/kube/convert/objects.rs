@@ -1,0 +1,264 @@
+//! Services, Pods, Nodes and Namespaces: read only.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use smallvec::SmallVec;
+
+use super::{
+    ConvertError, MetaRules, ip, labels, meta_from_k8s, non_empty_intern, opt_intern,
+    parse_cpu_millis, port, protocol, time,
+};
+use crate::model::{
+    ClusterIp, ContainerPort, IpFamily, Name, Namespace, Node, Pod, PodPhase, Protocol, Service,
+    ServicePort, ServiceType, TargetPort, intern,
+};
+
+const SERVICE: MetaRules = MetaRules {
+    namespaced: true,
+    intern_name: true,
+    generate_name: false,
+};
+const POD: MetaRules = MetaRules {
+    namespaced: true,
+    intern_name: false,
+    generate_name: false,
+};
+
+pub fn service_from_k8s(svc: &core::Service) -> Result<Service, ConvertError> {
+    let meta = meta_from_k8s(&svc.metadata, SERVICE)?;
+    let default_spec = core::ServiceSpec::default();
+    let spec = svc.spec.as_ref().unwrap_or(&default_spec);
+
+    let service_type = match spec.type_.as_deref() {
+        None | Some("") | Some("ClusterIP") => ServiceType::ClusterIp,
+        Some("NodePort") => ServiceType::NodePort,
+        Some("LoadBalancer") => ServiceType::LoadBalancer,
+        Some("ExternalName") => ServiceType::ExternalName,
+        Some(other) => {
+            return Err(ConvertError::new(
+                "spec.type",
+                format!(
+                    "unknown service type {other:?} (want ClusterIP, NodePort, LoadBalancer or ExternalName)"
+                ),
+            ));
+        }
+    };
+
+    let cluster_ips = spec.cluster_ips.as_deref().unwrap_or_default();
+    let mut first_of_cluster_ips = ClusterIp::Unset;
+    for (i, s) in cluster_ips.iter().enumerate() {
+        let parsed = cluster_ip(s, || format!("spec.clusterIPs[{i}]"))?;
+        if i == 0 {
+            first_of_cluster_ips = parsed;
+        }
+    }
+    // The API server fills clusterIP from clusterIPs[0] when only the list is given.
+    let cluster_ip = match spec.cluster_ip.as_deref() {
+        None | Some("") => first_of_cluster_ips,
+        Some(s) => cluster_ip(s, || "spec.clusterIP".to_owned())?,
+    };
+
+    let mut ip_families = SmallVec::new();
+    for (i, f) in spec.ip_families.iter().flatten().enumerate() {
+        ip_families.push(match f.as_str() {
+            "IPv4" => IpFamily::V4,
+            "IPv6" => IpFamily::V6,
+            other => {
+                return Err(ConvertError::new(
+                    format!("spec.ipFamilies[{i}]"),
+                    format!("unknown IP family {other:?} (want IPv4 or IPv6)"),
+                ));
+            }
+        });
+    }
+
+    let ports = spec
+        .ports
+        .iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, p)| service_port(i, p))
+        .collect::<Result<_, _>>()?;
+
+    Ok(Service {
+        meta,
+        service_type,
+        selector: spec.selector.as_ref().map(crate::model::Labels::from_pairs),
+        cluster_ip,
+        ip_families,
+        ports,
+        publish_not_ready_addresses: spec.publish_not_ready_addresses.unwrap_or(false),
+        traffic_distribution: non_empty_intern(&spec.traffic_distribution),
+    })
+}
+
+fn cluster_ip(s: &str, path: impl FnOnce() -> String) -> Result<ClusterIp, ConvertError> {
+    Ok(match s {
+        "" => ClusterIp::Unset,
+        "None" => ClusterIp::Headless,
+        s => ClusterIp::Ip(ip(s, path)?),
+    })
+}
+
+fn service_port(i: usize, p: &core::ServicePort) -> Result<ServicePort, ConvertError> {
+    let at = |field: &str| format!("spec.ports[{i}].{field}");
+    let number = port(p.port, 1, || at("port"))?;
+    let target_port = match &p.target_port {
+        None => TargetPort::Number(number),
+        Some(IntOrString::Int(n)) => TargetPort::Number(port(*n, 1, || at("targetPort"))?),
+        Some(IntOrString::String(s)) => {
+            // The API server accepts only port names with a letter: a quoted number is a mistake,
+            // not a name that would never resolve.
+            if s.is_empty() || s.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(ConvertError::new(
+                    at("targetPort"),
+                    format!(
+                        "{s:?} is not a valid port name (a name has a letter; give numbers unquoted)"
+                    ),
+                ));
+            }
+            TargetPort::Name(intern(s))
+        }
+    };
+    let node_port = match p.node_port {
+        None | Some(0) => None,
+        Some(n) => Some(port(n, 1, || at("nodePort"))?),
+    };
+    Ok(ServicePort {
+        name: p.name.as_deref().map(intern).unwrap_or_default(),
+        port: number,
+        target_port,
+        protocol: protocol(&p.protocol, || at("protocol"))?.unwrap_or_default(),
+        app_protocol: opt_intern(&p.app_protocol),
+        node_port,
+    })
+}
+
+pub fn pod_from_k8s(pod: &core::Pod) -> Result<Pod, ConvertError> {
+    let meta = meta_from_k8s(&pod.metadata, POD)?;
+    let default_spec = core::PodSpec::default();
+    let spec = pod.spec.as_ref().unwrap_or(&default_spec);
+    let default_status = core::PodStatus::default();
+    let status = pod.status.as_ref().unwrap_or(&default_status);
+
+    let phase = match status.phase.as_deref() {
+        None | Some("") | Some("Pending") => PodPhase::Pending,
+        Some("Running") => PodPhase::Running,
+        Some("Succeeded") => PodPhase::Succeeded,
+        Some("Failed") => PodPhase::Failed,
+        Some("Unknown") => PodPhase::Unknown,
+        Some(other) => {
+            return Err(ConvertError::new(
+                "status.phase",
+                format!(
+                    "unknown pod phase {other:?} (want Pending, Running, Succeeded, Failed or Unknown)"
+                ),
+            ));
+        }
+    };
+
+    let pod_ip = match status.pod_ip.as_deref() {
+        None | Some("") => None,
+        Some(s) => Some(ip(s, || "status.podIP".to_owned())?),
+    };
+    let mut ips = SmallVec::new();
+    for (i, p) in status.pod_ips.iter().flatten().enumerate() {
+        ips.push(ip(&p.ip, || format!("status.podIPs[{i}].ip"))?);
+    }
+    // The API server fills podIPs from podIP when only podIP is given, and podIP from podIPs[0].
+    if ips.is_empty() {
+        ips.extend(pod_ip);
+    }
+
+    let ready_condition = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready");
+
+    Ok(Pod {
+        meta,
+        node_name: non_empty_intern(&spec.node_name),
+        hostname: spec
+            .hostname
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(Name::new),
+        subdomain: non_empty_intern(&spec.subdomain),
+        phase,
+        has_pod_ip: !ips.is_empty(),
+        ips,
+        ready: ready_condition.is_some_and(|c| c.status == "True"),
+        ready_transition: ready_condition.and_then(|c| time(&c.last_transition_time)),
+        named_ports: named_ports(spec)?,
+    })
+}
+
+/// Named ports of regular containers, then of restartable init containers (sidecars). Every port
+/// is validated, named or not.
+fn named_ports(spec: &core::PodSpec) -> Result<Arc<[ContainerPort]>, ConvertError> {
+    let mut out = Vec::new();
+    let init = spec.init_containers.as_deref().unwrap_or_default();
+    let groups = [
+        ("containers", spec.containers.as_slice(), false),
+        ("initContainers", init, true),
+    ];
+    for (field, containers, sidecars) in groups {
+        for (ci, c) in containers.iter().enumerate() {
+            let is_sidecar = c.restart_policy.as_deref() == Some("Always");
+            for (pi, p) in c.ports.iter().flatten().enumerate() {
+                let at = |f: &str| format!("spec.{field}[{ci}].ports[{pi}].{f}");
+                let number = port(p.container_port, 1, || at("containerPort"))?;
+                let proto = protocol(&p.protocol, || at("protocol"))?.unwrap_or(Protocol::Tcp);
+                let name = p.name.as_deref().unwrap_or("");
+                if name.is_empty() || (sidecars && !is_sidecar) {
+                    continue;
+                }
+                out.push(ContainerPort {
+                    name: intern(name),
+                    port: number,
+                    protocol: proto,
+                    sidecar: sidecars,
+                });
+            }
+        }
+    }
+    Ok(out.into())
+}
+
+pub fn node_from_k8s(node: &core::Node) -> Result<Node, ConvertError> {
+    let name = node.metadata.name.as_deref().unwrap_or("");
+    if name.is_empty() {
+        return Err(ConvertError::new("metadata.name", "name is required"));
+    }
+    let status = node.status.as_ref();
+    Ok(Node {
+        name: intern(name),
+        labels: labels(&node.metadata.labels),
+        ready: status
+            .and_then(|s| s.conditions.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|c| c.type_ == "Ready" && c.status == "True"),
+        // An unreadable quantity counts as no capacity, as for a node that reports none.
+        allocatable_cpu_millis: status
+            .and_then(|s| s.allocatable.as_ref())
+            .and_then(|a| a.get("cpu"))
+            .and_then(|q| parse_cpu_millis(&q.0))
+            .unwrap_or(0),
+    })
+}
+
+pub fn namespace_from_k8s(ns: &core::Namespace) -> Result<Namespace, ConvertError> {
+    let name = ns.metadata.name.as_deref().unwrap_or("");
+    if name.is_empty() {
+        return Err(ConvertError::new("metadata.name", "name is required"));
+    }
+    let phase = ns.status.as_ref().and_then(|s| s.phase.as_deref());
+    Ok(Namespace {
+        name: intern(name),
+        terminating: phase == Some("Terminating") || ns.metadata.deletion_timestamp.is_some(),
+    })
+}

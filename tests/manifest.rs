@@ -1,0 +1,542 @@
+//! Loading manifests: formats, Lists, skipped kinds, error messages and the slice round trip.
+
+use std::net::IpAddr;
+
+use sliced::kube::convert::object_to_json;
+use sliced::kube::manifest::{LoadError, Manifest, load_reader, load_str};
+use sliced::model::{
+    Address, AddressType, ClusterIp, IpFamily, PodPhase, Protocol, ServiceType, TargetPort,
+};
+use sliced::sink::Object;
+
+#[path = "manifest/malformed.rs"]
+mod malformed;
+
+fn load(text: &str) -> Manifest {
+    match load_str("test.yaml", text) {
+        Ok(m) => m,
+        Err(e) => panic!("unexpected error: {e}"),
+    }
+}
+
+pub(crate) fn load_err(file: &str, text: &str) -> (String, LoadError) {
+    match load_str(file, text) {
+        Ok(m) => panic!("expected an error, loaded {m:?}"),
+        Err(e) => (e.to_string(), e),
+    }
+}
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+const CLUSTER: &str = r#"
+# A comment before the first document.
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  namespace: shop
+  labels: {app: web}
+spec:
+  selector:
+    app: web
+  clusterIP: 10.96.0.10
+  ipFamilies: [IPv4]
+  trafficDistribution: PreferClose
+  ports:
+  - name: http
+    port: 80
+    targetPort: http-port
+  - port: 53
+    protocol: UDP
+  - port: 8443
+    targetPort: 443
+    nodePort: 30443
+---
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  namespace: shop
+  labels: {app: web}
+spec:
+  nodeName: node-a
+  hostname: ""
+  containers:
+  - name: app
+    ports:
+    - {name: http-port, containerPort: 8080}
+    - {containerPort: 9090}
+  initContainers:
+  - name: proxy
+    restartPolicy: Always
+    ports:
+    - {name: proxy, containerPort: 15001, protocol: TCP}
+  - name: setup
+    ports:
+    - {name: setup, containerPort: 1}
+status:
+  phase: Running
+  podIP: 10.0.0.5
+  podIPs:
+  - ip: 10.0.0.5
+  - ip: fd00::5
+  conditions:
+  - type: Ready
+    status: "True"
+    lastTransitionTime: "2024-05-01T10:00:00Z"
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-2, namespace: shop}
+spec:
+  containers:
+  - name: app
+    ports:
+    - {name: http-port, containerPort: 8080}
+status:
+  podIP: 010.000.000.006
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: node-a
+  labels: {topology.kubernetes.io/zone: zone-a}
+status:
+  allocatable: {cpu: 3500m}
+  conditions:
+  - {type: Ready, status: "True"}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+status: {phase: Terminating}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: headless}
+spec:
+  clusterIP: None
+  selector: {}
+"#;
+
+#[test]
+fn multi_document_yaml() {
+    let m = load(CLUSTER);
+    assert_eq!(m.services.len(), 2);
+    assert_eq!(m.pods.len(), 2);
+    assert_eq!((m.nodes.len(), m.namespaces.len()), (1, 1));
+    assert!(m.warnings.is_empty(), "{:?}", m.warnings);
+
+    let web = &m.services[0];
+    assert_eq!(web.meta.key(), "shop/web");
+    assert_eq!(web.service_type, ServiceType::ClusterIp);
+    assert_eq!(web.cluster_ip, ClusterIp::Ip(ip("10.96.0.10")));
+    assert_eq!(web.ip_families.as_slice(), [IpFamily::V4]);
+    assert_eq!(web.traffic_distribution.as_deref(), Some("PreferClose"));
+    assert_eq!(web.selector.as_ref().map(|s| s.len()), Some(1));
+    let ports = &web.ports;
+    assert_eq!(ports[0].target_port, TargetPort::Name("http-port".into()));
+    assert_eq!(
+        (ports[1].name.as_str(), ports[1].protocol),
+        ("", Protocol::Udp)
+    );
+    assert_eq!(ports[1].target_port, TargetPort::Number(53));
+    assert_eq!(ports[2].target_port, TargetPort::Number(443));
+    assert_eq!(ports[2].node_port, Some(30443));
+
+    let headless = &m.services[1];
+    assert_eq!(headless.meta.key(), "default/headless");
+    assert_eq!(headless.cluster_ip, ClusterIp::Headless);
+    assert_eq!(headless.selector.as_ref().map(|s| s.len()), Some(0));
+
+    let pod = &m.pods[0];
+    assert_eq!(pod.phase, PodPhase::Running);
+    assert_eq!(pod.ips.as_slice(), [ip("10.0.0.5"), ip("fd00::5")]);
+    assert!(pod.has_pod_ip && pod.ready);
+    assert_eq!(
+        pod.ready_transition.map(|t| t.to_string()).as_deref(),
+        Some("2024-05-01T10:00:00Z")
+    );
+    assert_eq!(pod.node_name.as_deref(), Some("node-a"));
+    assert_eq!(pod.hostname, None);
+    let named: Vec<_> = pod
+        .named_ports
+        .iter()
+        .map(|p| (p.name.as_str(), p.port, p.sidecar))
+        .collect();
+    assert_eq!(named, [("http-port", 8080, false), ("proxy", 15001, true)]);
+
+    // Only podIP given: podIPs follows it, as the API server fills it. Leading zeros are decimal.
+    let pod2 = &m.pods[1];
+    assert_eq!(pod2.phase, PodPhase::Pending);
+    assert_eq!(pod2.ips.as_slice(), [ip("10.0.0.6")]);
+    assert!(!pod2.ready);
+
+    let node = &m.nodes[0];
+    assert_eq!(
+        (node.name.as_str(), node.ready, node.allocatable_cpu_millis),
+        ("node-a", true, 3500)
+    );
+    assert_eq!(node.zone().map(|z| z.as_str()), Some("zone-a"));
+    assert!(m.namespaces[0].terminating);
+}
+
+#[test]
+fn pods_of_a_template_share_named_ports() {
+    let pod = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  containers:\n  - name: c\n    ports: [{{name: http, containerPort: 80}}]\n"
+        )
+    };
+    let m = load(&format!("{}---\n{}", pod("a"), pod("b")));
+    assert!(std::sync::Arc::ptr_eq(
+        &m.pods[0].named_ports,
+        &m.pods[1].named_ports
+    ));
+}
+
+#[test]
+fn lists_and_nested_lists() {
+    let text = r#"
+apiVersion: v1
+kind: Node
+metadata: {name: n0}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+- apiVersion: v1
+  kind: List
+  items:
+  - {apiVersion: v1, kind: Namespace, metadata: {name: ns1}}
+  - apiVersion: v1
+    kind: List
+    items:
+    - {apiVersion: v1, kind: Namespace, metadata: {name: ns2}}
+- apiVersion: v1
+  kind: PodList
+  items:
+  - metadata: {name: p1}
+  - metadata: {name: p2, namespace: other}
+"#;
+    let m = load(text);
+    let nodes: Vec<_> = m.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(nodes, ["n0", "n1"]);
+    let namespaces: Vec<_> = m.namespaces.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(namespaces, ["ns1", "ns2"]);
+    let pods: Vec<_> = m.pods.iter().map(|p| p.meta.key()).collect();
+    assert_eq!(pods, ["default/p1", "other/p2"]);
+
+    // Errors inside lists name the item, one number per level.
+    let bad = text.replace("{name: ns2}", "{namespace: x}");
+    let (msg, _) = load_err("l.yaml", &bad);
+    assert!(
+        msg.starts_with(
+            "l.yaml: document 2, item 2, item 2, item 1 (Namespace (no name)): metadata.name: "
+        ),
+        "{msg}"
+    );
+}
+
+#[test]
+fn json_input() {
+    let single = r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+        "spec": {"ports": [{"port": 80, "targetPort": 8080}]}}"#;
+    let m = load(single);
+    assert_eq!(m.services[0].ports[0].target_port, TargetPort::Number(8080));
+
+    let list = r#"{"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"}}]}"#;
+    assert_eq!(load(list).nodes.len(), 2);
+
+    let array = r#"[{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}}]"#;
+    assert_eq!(load(array).nodes.len(), 1);
+
+    let stream = "{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}}\n\
+                  {\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": 5}}";
+    let (msg, _) = load_err("x.json", stream);
+    assert!(
+        msg.starts_with("x.json: document 2 (Node 5)") || msg.starts_with("x.json: document 2"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("metadata.name: invalid type: integer `5`, expected a string"),
+        "{msg}"
+    );
+
+    let (msg, _) = load_err("x.json", "{\"apiVersion\": \"v1\",\n \"kind\": }");
+    assert!(
+        msg.starts_with("x.json: document 1: invalid JSON: "),
+        "{msg}"
+    );
+    assert!(msg.contains("line 2 column 10"), "{msg}");
+
+    // Flow-style YAML is YAML.
+    let flow = "{apiVersion: v1, kind: Node, metadata: {name: a}}\n---\n[{apiVersion: v1, kind: Node, metadata: {name: b}}]";
+    assert_eq!(load(flow).nodes.len(), 2);
+
+    let m = load_reader("<stdin>", single.as_bytes()).unwrap();
+    assert_eq!(m.services.len(), 1);
+}
+
+#[test]
+fn unknown_kinds_are_skipped_with_a_warning() {
+    let text = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n---\n\
+                apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo, namespace: default}\n---\n\
+                apiVersion: discovery.k8s.io/v1beta1\nkind: EndpointSlice\nmetadata: {name: s}\n";
+    let m = load_str("fixtures/x.yaml", text).unwrap();
+    assert_eq!(m.nodes.len(), 1);
+    assert_eq!(
+        m.warnings,
+        [
+            "fixtures/x.yaml: document 3: skipping ConfigMap default/foo: sliced reads Services, Pods, Nodes, Namespaces, EndpointSlices and Endpoints",
+            "fixtures/x.yaml: document 4: skipping EndpointSlice default/s: apiVersion \"discovery.k8s.io/v1beta1\" is not supported (want discovery.k8s.io/v1)",
+        ]
+    );
+}
+
+#[test]
+fn merging_manifests() {
+    let mut m = load("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n");
+    m.merge(load("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: b}\n"));
+    assert_eq!(m.nodes.len(), 2);
+    assert_eq!(m.warnings.len(), 1);
+    assert_eq!(m.len(), 2);
+}
+
+#[test]
+fn port_out_of_range() {
+    let text = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\n\
+                apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec:\n  ports:\n  - port: 80\n  - port: 70000\n";
+    let (msg, _) = load_err("fixtures/bad.yaml", text);
+    assert_eq!(
+        msg,
+        "fixtures/bad.yaml: document 2 (Service default/web): spec.ports[1].port: 70000 is not a valid port number (1-65535)"
+    );
+}
+
+#[test]
+fn bad_yaml_syntax() {
+    let text = "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\nkind: Service\nmetadata: {name: web\n";
+    let (msg, err) = load_err("fixtures/bad.yaml", text);
+    assert!(
+        msg.starts_with("fixtures/bad.yaml: document 2: invalid YAML: "),
+        "{msg}"
+    );
+    assert!(msg.contains("line 6"), "{msg}");
+    assert!(matches!(err, LoadError::Syntax { .. }));
+    let (msg, _) = load_err("f.yaml", "a: 1\n---\nb: 2\n  c: 3\n");
+    assert!(
+        msg.starts_with("f.yaml: document 2: invalid YAML: "),
+        "{msg}"
+    );
+    assert!(msg.contains("line 4, column 4"), "{msg}");
+    let (msg, _) = load_err("f.yaml", "a: 1\na: 2\n");
+    assert_eq!(
+        msg,
+        "f.yaml: document 1: invalid YAML: duplicate mapping key: a at line 2, column 1"
+    );
+}
+
+#[test]
+fn not_an_object() {
+    let (msg, _) = load_err("s.yaml", "just a string\n");
+    assert_eq!(
+        msg,
+        "s.yaml: document 1: expected a Kubernetes object (a mapping), found a string"
+    );
+    let (msg, _) = load_err("s.yaml", "apiVersion: v1\nkind: List\nitems: 3\n");
+    assert_eq!(
+        msg,
+        "s.yaml: document 1 (List): items: expected a list, found a number"
+    );
+}
+
+#[test]
+fn slice_address_types() {
+    let m = load(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {generateName: web-}\n\
+         addressType: FQDN\nendpoints: [{addresses: [example.com]}]\n",
+    );
+    let slice = &m.endpoint_slices[0];
+    assert_eq!(slice.generate_name.as_deref(), Some("web-"));
+    assert_eq!(slice.address_type, AddressType::Fqdn);
+    let address = &slice.endpoints[0].addresses[0];
+    assert_eq!(*address, Address::Text("example.com".into()));
+    // IPv4-mapped IPv6 counts as IPv4, as in Go.
+    let m = load(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s}\n\
+         addressType: IPv4\nendpoints: [{addresses: [\"::ffff:10.0.0.1\", 010.0.0.2]}]\n",
+    );
+    let addresses = &m.endpoint_slices[0].endpoints[0].addresses;
+    let want = [Address::Ip(ip("10.0.0.1")), Address::Ip(ip("10.0.0.2"))];
+    assert_eq!(addresses.as_slice(), want);
+}
+
+/// Every field the model keeps, in the form the API server serves.
+const FULL_SLICE: &str = r#"{
+  "apiVersion": "discovery.k8s.io/v1",
+  "kind": "EndpointSlice",
+  "metadata": {
+    "name": "web-abc12",
+    "generateName": "web-",
+    "namespace": "shop",
+    "uid": "0b5c5d3e-1111-2222-3333-444455556666",
+    "resourceVersion": "12345",
+    "generation": 3,
+    "creationTimestamp": "2024-05-01T10:00:00Z",
+    "deletionTimestamp": "2024-05-02T11:30:00Z",
+    "labels": {
+      "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+      "kubernetes.io/service-name": "web"
+    },
+    "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "2024-05-01T09:59:59Z"},
+    "ownerReferences": [{
+      "apiVersion": "v1", "kind": "Service", "name": "web",
+      "uid": "aaaa-bbbb", "controller": true, "blockOwnerDeletion": true
+    }]
+  },
+  "addressType": "IPv6",
+  "ports": [
+    {"name": "http", "port": 8080, "protocol": "TCP", "appProtocol": "http"},
+    {"name": "", "port": 53, "protocol": "UDP"},
+    {}
+  ],
+  "endpoints": [
+    {
+      "addresses": ["fd00::1", "fd00::2"],
+      "conditions": {"ready": true, "serving": true, "terminating": false},
+      "hostname": "web-1",
+      "nodeName": "node-a",
+      "zone": "zone-a",
+      "hints": {"forZones": [{"name": "zone-a"}], "forNodes": [{"name": "node-a"}]},
+      "targetRef": {
+        "apiVersion": "v1", "kind": "Pod", "namespace": "shop", "name": "web-1",
+        "uid": "pod-uid-1", "resourceVersion": "999"
+      }
+    },
+    {"addresses": ["fd00::3"], "conditions": {}},
+    {"addresses": ["fd00::4"], "conditions": {"ready": false}, "hints": {}}
+  ]
+}"#;
+
+#[test]
+fn endpoint_slice_round_trip() {
+    let m = load(FULL_SLICE);
+    let slice = &m.endpoint_slices[0];
+    assert_eq!(slice.endpoints[0].addresses[1], Address::Ip(ip("fd00::2")));
+    assert!(slice.is_owned_by("aaaa-bbbb"));
+    let want: serde_json::Value = serde_json::from_str(FULL_SLICE).unwrap();
+    let got = object_to_json(&Object::EndpointSlice(slice.clone())).unwrap();
+    assert_eq!(
+        got,
+        want,
+        "\n{}",
+        serde_json::to_string_pretty(&got).unwrap()
+    );
+
+    // And once more through YAML: what sliced writes reads back the same.
+    let yaml = serde_saphyr::to_string(&got).unwrap();
+    let again = load(&yaml);
+    assert_eq!(&again.endpoint_slices[0], slice);
+}
+
+#[test]
+fn new_slice_has_generate_name_and_empty_lists() {
+    let m = load(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {generateName: web-, namespace: ns}\naddressType: IPv4\nendpoints:\n",
+    );
+    let got = object_to_json(&Object::EndpointSlice(m.endpoint_slices[0].clone())).unwrap();
+    let want = serde_json::json!({
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {"generateName": "web-", "namespace": "ns"},
+        "addressType": "IPv4",
+        "ports": [],
+        "endpoints": [],
+    });
+    assert_eq!(got, want);
+}
+
+#[test]
+fn endpoints_round_trip() {
+    let text = r#"{
+      "apiVersion": "v1", "kind": "Endpoints",
+      "metadata": {"name": "web", "namespace": "shop", "labels": {"a": "b"}, "resourceVersion": "7"},
+      "subsets": [{
+        "addresses": [{"ip": "10.0.0.1", "hostname": "h", "nodeName": "n",
+                       "targetRef": {"kind": "Pod", "namespace": "shop", "name": "p", "uid": "u"}}],
+        "notReadyAddresses": [{"ip": "fd00::1"}],
+        "ports": [{"name": "http", "port": 80, "protocol": "TCP", "appProtocol": "http"}]
+      }]
+    }"#;
+    let m = load(text);
+    let got = object_to_json(&Object::Endpoints(m.endpoints[0].clone())).unwrap();
+    assert_eq!(
+        got,
+        serde_json::from_str::<serde_json::Value>(text).unwrap()
+    );
+}
+
+/// Truncations and byte substitutions of a valid manifest give errors or objects, never panics.
+#[test]
+fn nothing_panics() {
+    let texts = [CLUSTER, FULL_SLICE];
+    for text in texts {
+        let bytes = text.as_bytes();
+        for cut in (0..bytes.len()).step_by(7) {
+            if let Ok(prefix) = std::str::from_utf8(&bytes[..cut]) {
+                let _ = load_str("t", prefix);
+            }
+        }
+        for (i, replacement) in (0..bytes.len()).step_by(5).zip(
+            [b'0', b'-', b':', b'"', b' ', b'x', b'9', b'[', b'.']
+                .iter()
+                .cycle(),
+        ) {
+            let mut mutated = bytes.to_vec();
+            mutated[i] = *replacement;
+            if let Ok(s) = std::str::from_utf8(&mutated) {
+                let _ = load_str("t", s);
+            }
+        }
+    }
+    for odd in [
+        "",
+        "---",
+        "- 1\n- 2\n",
+        "[]",
+        "{}",
+        "null",
+        "[1]",
+        "~\n---\n~",
+        "&a [*a]",
+        "kind: List\napiVersion: v1\nitems: 3\n",
+        "\u{feff}{}",
+        "{apiVersion: v1, kind: Node, metadata: {name: flow}}",
+        "[{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": 1}}]",
+    ] {
+        let _ = load_str("t", odd);
+    }
+    // Deep nesting is refused, not a stack overflow.
+    for depth in [100, 1000, 100_000] {
+        let flow = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        let _ = load_str("t", &flow);
+        let _ = load_str("t", &format!("a: {flow}"));
+        let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"#;
+        let _ = load_str("t", &format!("{pod}\"x\": {flow}}}}}"));
+        let _ = load_str("t", &format!("{pod}\"containers\": {flow}}}}}"));
+        let block: String = (0..depth.min(2000))
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
+        let _ = load_str("t", &block);
+    }
+}

@@ -1,0 +1,190 @@
+//! Malformed objects: every error names the file, the document, the object and the field.
+
+use super::load_err;
+
+/// Malformed objects, each the second document of a file: (object, where, field, problem). The
+/// message must be `file: where: field: problem...`.
+const MALFORMED: &[(&str, &str, &str, &str)] = &[
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, status: {podIPs: [{ip: 10.0.0.1}, {ip: 10.0.0.300}]}}",
+        "document 2 (Pod default/p)",
+        "status.podIPs[1].ip",
+        "\"10.0.0.300\" is not a valid IP address",
+    ),
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, status: {podIP: nope}}",
+        "document 2 (Pod default/p)",
+        "status.podIP",
+        "\"nope\" is not a valid IP address",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web, namespace: ns}, spec: {clusterIP: 10.0.0}}",
+        "document 2 (Service ns/web)",
+        "spec.clusterIP",
+        "\"10.0.0\" is not a valid IP address",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {clusterIPs: [10.0.0.1, x]}}",
+        "document 2 (Service default/web)",
+        "spec.clusterIPs[1]",
+        "\"x\" is not a valid IP address",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{port: 80, nodePort: -1}]}}",
+        "document 2 (Service default/web)",
+        "spec.ports[0].nodePort",
+        "-1 is not a valid port number (1-65535)",
+    ),
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, ports: [{containerPort: 0}]}]}}",
+        "document 2 (Pod default/p)",
+        "spec.containers[0].ports[0].containerPort",
+        "0 is not a valid port number (1-65535)",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{port: 80, targetPort: 0}]}}",
+        "document 2 (Service default/web)",
+        "spec.ports[0].targetPort",
+        "0 is not a valid port number (1-65535)",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{port: 80, targetPort: \"8080\"}]}}",
+        "document 2 (Service default/web)",
+        "spec.ports[0].targetPort",
+        "\"8080\" is not a valid port name",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ipFamilies: [IPv5]}}",
+        "document 2 (Service default/web)",
+        "spec.ipFamilies[0]",
+        "unknown IP family \"IPv5\" (want IPv4 or IPv6)",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{port: 80, protocol: HTTP}]}}",
+        "document 2 (Service default/web)",
+        "spec.ports[0].protocol",
+        "unknown protocol \"HTTP\" (want TCP, UDP or SCTP)",
+    ),
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {initContainers: [{name: c, ports: [{containerPort: 1, protocol: tcp}]}]}}",
+        "document 2 (Pod default/p)",
+        "spec.initContainers[0].ports[0].protocol",
+        "unknown protocol \"tcp\"",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {type: Internal}}",
+        "document 2 (Service default/web)",
+        "spec.type",
+        "unknown service type \"Internal\"",
+    ),
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, status: {phase: Sleeping}}",
+        "document 2 (Pod default/p)",
+        "status.phase",
+        "unknown pod phase \"Sleeping\"",
+    ),
+    (
+        "{apiVersion: v1, metadata: {name: x}}",
+        "document 2",
+        "kind",
+        "required field is missing",
+    ),
+    (
+        "{kind: Pod, metadata: {name: x}}",
+        "document 2",
+        "apiVersion",
+        "required field is missing",
+    ),
+    (
+        "{apiVersion: v1, kind: [Pod]}",
+        "document 2",
+        "kind",
+        "expected a string, found a list",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {namespace: ns}}",
+        "document 2 (Service ns/(no name))",
+        "metadata.name",
+        "name is required",
+    ),
+    (
+        "{apiVersion: v1, kind: Node, metadata: {name: \"\"}}",
+        "document 2 (Node (no name))",
+        "metadata.name",
+        "name is required",
+    ),
+    (
+        "{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, addressType: IPv4, endpoints: []}",
+        "document 2 (EndpointSlice default/(no name))",
+        "metadata.name",
+        "name or generateName is required",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{port: abc}]}}",
+        "document 2 (Service default/web)",
+        "spec.ports[0].port",
+        "invalid type: string \"abc\", expected i32",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web, labels: {a: [1]}}}",
+        "document 2 (Service default/web)",
+        "metadata.labels.a",
+        "invalid type: sequence, expected a string",
+    ),
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: p, creationTimestamp: yesterday}}",
+        "document 2 (Pod default/p)",
+        "metadata.creationTimestamp",
+        "",
+    ),
+    (
+        "{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: s}, addressType: IPv4, endpoints: [{addresses: [10.0.0.1]}, {addresses: [\"fd00::1\"]}]}",
+        "document 2 (EndpointSlice default/s)",
+        "endpoints[1].addresses[0]",
+        "\"fd00::1\" is not an IPv4 address (addressType is IPv4)",
+    ),
+    (
+        "{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: s}, addressType: IPv6, endpoints: [{addresses: [\"::ffff:10.0.0.1\"]}]}",
+        "document 2 (EndpointSlice default/s)",
+        "endpoints[0].addresses[0]",
+        "is not an IPv6 address",
+    ),
+    (
+        "{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: s}, addressType: IPv4, endpoints: [{addresses: [10.0.0.256]}]}",
+        "document 2 (EndpointSlice default/s)",
+        "endpoints[0].addresses[0]",
+        "\"10.0.0.256\" is not a valid IP address",
+    ),
+    (
+        "{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: s}, addressType: IPv4, ports: [{port: 65536}]}",
+        "document 2 (EndpointSlice default/s)",
+        "ports[0].port",
+        "65536 is not a valid port number (0-65535)",
+    ),
+    (
+        "{apiVersion: v1, kind: Endpoints, metadata: {name: e}, subsets: [{notReadyAddresses: [{ip: 1.2.3}]}]}",
+        "document 2 (Endpoints default/e)",
+        "subsets[0].notReadyAddresses[0].ip",
+        "\"1.2.3\" is not a valid IP address",
+    ),
+    (
+        "{apiVersion: v1, kind: Endpoints, metadata: {name: e}, subsets: [{ports: [{port: 0}]}]}",
+        "document 2 (Endpoints default/e)",
+        "subsets[0].ports[0].port",
+        "0 is not a valid port number (1-65535)",
+    ),
+];
+
+#[test]
+fn malformed_objects() {
+    for (object, at, path, problem) in MALFORMED {
+        let text = format!("apiVersion: v1\nkind: Node\nmetadata: {{name: ok}}\n---\n{object}\n");
+        let (msg, err) = load_err("fixtures/bad.yaml", &text);
+        let prefix = format!("fixtures/bad.yaml: {at}: {path}: ");
+        assert!(msg.starts_with(&prefix), "want {prefix:?}, got {msg:?}");
+        assert!(msg.contains(problem), "want {problem:?} in {msg:?}");
+        assert_eq!(err.file(), "fixtures/bad.yaml");
+        assert_eq!(err.path(), Some(*path), "{msg}");
+        assert_eq!(err.position().map(|p| p.document), Some(2), "{msg}");
+    }
+}
