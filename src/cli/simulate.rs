@@ -43,7 +43,12 @@ struct Pass {
     errors: usize,
 }
 
-fn pass(name: &'static str, snapshot: &Snapshot, options: &Options, seed: u64) -> (Pass, SnapshotResult) {
+fn pass(
+    name: &'static str,
+    snapshot: &Snapshot,
+    options: &Options,
+    seed: u64,
+) -> (Pass, SnapshotResult) {
     let start = Instant::now();
     let result = reconcile_snapshot(snapshot, options, seed);
     let elapsed = start.elapsed();
