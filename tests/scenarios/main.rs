@@ -7,6 +7,8 @@
 //! - `slices`: a YAML list of partial EndpointSlices; the slices that exist afterwards must match them
 //!   one to one (see `matcher`).
 //! - `errors`: a YAML list of `{service, message}`, `message` a substring; without it, no errors.
+//! - `events`: a YAML list of `{service, type, reason, message}` (`message` a substring); when given,
+//!   the events recorded must be exactly these, in order.
 //! - `idempotent`: "false" when a second run is expected to write (default: it must write nothing).
 //!
 //! Besides what a scenario states, every run must order each service's writes per address type as
@@ -177,6 +179,21 @@ fn check_scenario(path: &Path) {
             path.display(),
             shown()
         );
+    }
+
+    if let Some(expected) = yaml_data(&s, "events") {
+        let expected = expected.as_array().cloned().unwrap_or_default();
+        let events = out["events"].as_array().cloned().unwrap_or_default();
+        let same = expected.len() == events.len()
+            && expected.iter().zip(&events).all(|(want, got)| {
+                ["service", "type", "reason"]
+                    .iter()
+                    .all(|k| want[*k].is_null() || want[*k] == got[*k])
+                    && want["message"].as_str().is_none_or(|m| {
+                        got["message"].as_str().is_some_and(|g| g.contains(m))
+                    })
+            });
+        assert!(same, "{}: events\n{}", path.display(), shown());
     }
 
     if data(&s, "idempotent") != Some("false") {

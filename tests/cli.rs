@@ -1,0 +1,256 @@
+//! The `sliced reconcile` command-line contract: flags, output shapes and exit codes.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn sliced(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sliced"));
+    cmd.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn sliced");
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("write stdin");
+    } else {
+        drop(child.stdin.take());
+    }
+    child.wait_with_output().expect("wait for sliced")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+const SERVICE: &str = "apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: shop, uid: 11111111-2222-4333-8444-555555555555}
+spec:
+  selector: {app: api}
+  clusterIP: 10.96.0.20
+  ipFamilies: [IPv4]
+  ports: [{name: http, port: 80, targetPort: 8080}]
+";
+
+fn pod(name: &str, ip: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, namespace: shop, uid: uid-{name}, labels: {{app: api}}}}
+spec: {{nodeName: n1, containers: [{{name: c, image: x}}]}}
+status:
+  phase: Running
+  podIPs: [{{ip: {ip}}}]
+  conditions: [{{type: Ready, status: \"True\"}}]
+"
+    )
+}
+
+const NODE: &str = "apiVersion: v1
+kind: Node
+metadata: {name: n1}
+";
+
+fn cluster(pods: &[(&str, &str)]) -> String {
+    let mut docs = vec![NODE.to_string(), SERVICE.to_string()];
+    docs.extend(pods.iter().map(|(n, ip)| pod(n, ip)));
+    docs.join("---\n")
+}
+
+/// A malformed input exits 2 with a message that names the file, the document and the field.
+fn assert_malformed(yaml: &str, wants: &[&str]) {
+    let out = sliced(&["reconcile", "-f", "-"], Some(yaml));
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", stderr(&out));
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    for want in wants {
+        assert!(err.contains(want), "stderr lacks {want:?}: {err}");
+    }
+    assert!(out.stdout.is_empty(), "nothing is printed on malformed input");
+}
+
+#[test]
+fn json_output_has_writes_objects_and_errors() {
+    let out = sliced(
+        &["reconcile", "-o", "json", "-f", "-"],
+        Some(&cluster(&[("api-0", "10.0.0.1"), ("api-1", "10.0.0.2")])),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let writes = doc["writes"].as_array().expect("writes");
+    assert_eq!(writes.len(), 1);
+    assert_eq!(writes[0]["verb"], "create");
+    let sent = &writes[0]["object"];
+    assert_eq!(sent["kind"], "EndpointSlice");
+    assert_eq!(sent["metadata"]["generateName"], "api-");
+    assert!(sent["metadata"]["name"].is_null(), "a create is sent without a name");
+    let objects = doc["objects"].as_array().expect("objects");
+    assert_eq!(objects.len(), 1);
+    assert!(
+        objects[0]["metadata"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("api-") && n.len() == "api-".len() + 5)
+    );
+    assert_eq!(objects[0]["endpoints"].as_array().map(Vec::len), Some(2));
+    assert_eq!(doc["errors"], Value::Array(vec![]));
+}
+
+#[test]
+fn yaml_output_is_a_sorted_stream_of_slices() {
+    let mut input = cluster(&[("api-0", "10.0.0.1")]);
+    input.push_str(
+        "---
+apiVersion: v1
+kind: Service
+metadata: {name: aaa, namespace: shop, uid: 22222222-2222-4333-8444-555555555555}
+spec: {selector: {app: none}, clusterIP: 10.96.0.21, ipFamilies: [IPv4]}
+",
+    );
+    let out = sliced(&["reconcile", "-f", "-"], Some(&input));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("YAML stream");
+    let names: Vec<&str> = docs
+        .iter()
+        .filter_map(|d| d["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names.len(), 2, "{text}");
+    assert!(names[0].starts_with("aaa-") && names[1].starts_with("api-"));
+    assert!(docs.iter().all(|d| d["kind"] == "EndpointSlice"));
+}
+
+#[test]
+fn several_files_and_a_list_are_read_together() {
+    let dir = std::env::temp_dir().join(format!("sliced-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let a = dir.join("a.yaml");
+    let b = dir.join("b.json");
+    std::fs::write(&a, format!("{NODE}---\n{SERVICE}")).expect("write");
+    let pods: Value = serde_json::json!({
+        "apiVersion": "v1", "kind": "List",
+        "items": [serde_saphyr::from_str::<Value>(&pod("api-0", "10.0.0.1")).expect("pod")]
+    });
+    std::fs::write(&b, pods.to_string()).expect("write");
+    let out = sliced(
+        &[
+            "reconcile",
+            "-o",
+            "json",
+            "-f",
+            a.to_str().expect("path"),
+            "-f",
+            b.to_str().expect("path"),
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["objects"][0]["endpoints"][0]["addresses"][0], "10.0.0.1");
+}
+
+#[test]
+fn other_kinds_are_skipped_with_a_warning() {
+    let input = format!(
+        "{}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: settings, namespace: shop}}\ndata: {{a: b}}\n",
+        cluster(&[])
+    );
+    let out = sliced(&["reconcile", "-f", "-"], Some(&input));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("warning") && err.contains("ConfigMap"), "{err}");
+}
+
+#[test]
+fn max_endpoints_per_slice_is_honoured_and_bounded() {
+    let input = cluster(&[("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3")]);
+    let out = sliced(
+        &["reconcile", "-o", "json", "--max-endpoints-per-slice", "2", "-f", "-"],
+        Some(&input),
+    );
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let mut sizes: Vec<usize> = doc["objects"]
+        .as_array()
+        .expect("objects")
+        .iter()
+        .map(|o| o["endpoints"].as_array().map_or(0, Vec::len))
+        .collect();
+    sizes.sort();
+    assert_eq!(sizes, vec![1, 2]);
+    for bad in ["0", "1001"] {
+        let out = sliced(
+            &["reconcile", "--max-endpoints-per-slice", bad, "-f", "-"],
+            Some(&input),
+        );
+        assert_eq!(out.status.code(), Some(2));
+    }
+}
+
+#[test]
+fn sync_errors_are_reported_not_fatal() {
+    // The pod's node does not exist: the pod is skipped and the service's sync fails.
+    let input = format!("{SERVICE}---\n{}", pod("api-0", "10.0.0.1"));
+    let out = sliced(&["reconcile", "-o", "json", "-f", "-"], Some(&input));
+    assert_eq!(out.status.code(), Some(0));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["errors"][0]["service"], "shop/api");
+    let message = doc["errors"][0]["message"].as_str().expect("message");
+    assert!(message.contains("Node n1 Not Found"), "{message}");
+}
+
+#[test]
+fn malformed_yaml_exits_2() {
+    assert_malformed(
+        &format!("{SERVICE}---\nkind: Pod\nmetadata: [unclosed\n"),
+        &["-", "document 2"],
+    );
+}
+
+#[test]
+fn invalid_pod_ip_exits_2() {
+    assert_malformed(
+        &cluster(&[("api-0", "10.0.0.300")]),
+        &["document 3", "Pod shop/api-0", "status.podIPs[0].ip", "10.0.0.300"],
+    );
+}
+
+#[test]
+fn port_out_of_range_exits_2() {
+    assert_malformed(
+        &SERVICE.replace("port: 80,", "port: 70000,"),
+        &["document 1", "spec.ports[0].port", "70000"],
+    );
+}
+
+#[test]
+fn unknown_ip_family_exits_2() {
+    assert_malformed(
+        &SERVICE.replace("[IPv4]", "[IPv5]"),
+        &["document 1", "spec.ipFamilies[0]", "IPv5"],
+    );
+}
+
+#[test]
+fn missing_file_exits_2_naming_it() {
+    let out = sliced(&["reconcile", "-f", "no/such/file.yaml"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no/such/file.yaml"));
+}
+
+#[test]
+fn readme_example_prints_its_slice() {
+    let out = sliced(&["reconcile", "-f", "fixtures/examples/web.yaml"], None);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).expect("YAML");
+    assert_eq!(docs.len(), 1);
+    assert_eq!(docs[0]["endpoints"].as_array().map(Vec::len), Some(3));
+}
