@@ -10,6 +10,10 @@ use sliced::reconcile::slices::{SyncInput, reconcile};
 use sliced::reconcile::topology::TopologyCache;
 use sliced::sim::{ServiceScenario, single_service};
 
+// The binary's allocator, so that the bench measures what ships.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SIZES: [usize; 4] = [100, 1_000, 10_000, 50_000];
 
 fn sync(s: &ServiceScenario, pods: &[&Pod], slices: &[&EndpointSlice]) -> usize {
@@ -46,6 +50,22 @@ fn existing_slices(s: &ServiceScenario) -> Vec<EndpointSlice> {
         .flat_map(|t| t.creates)
         .enumerate()
         .map(|(i, mut slice)| {
+            // As read back from the API server: no string storage shared with the pods.
+            let own = |n: &mut Option<Name>| {
+                if let Some(v) = n {
+                    *v = Name::new(v);
+                }
+            };
+            for ep in &mut slice.endpoints {
+                own(&mut ep.node_name);
+                own(&mut ep.zone);
+                if let Some(t) = &mut ep.target_ref {
+                    own(&mut t.kind);
+                    own(&mut t.namespace);
+                    own(&mut t.name);
+                    own(&mut t.uid);
+                }
+            }
             slice.meta.name = Name::new(&format!("web-{i:05}"));
             slice.meta.uid = Name::new(&format!("slice-uid-{i}"));
             slice.meta.resource_version = Name::new("1");

@@ -74,7 +74,10 @@ fn assert_malformed(yaml: &str, wants: &[&str]) {
     for want in wants {
         assert!(err.contains(want), "stderr lacks {want:?}: {err}");
     }
-    assert!(out.stdout.is_empty(), "nothing is printed on malformed input");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is printed on malformed input"
+    );
 }
 
 #[test]
@@ -91,7 +94,10 @@ fn json_output_has_writes_objects_and_errors() {
     let sent = &writes[0]["object"];
     assert_eq!(sent["kind"], "EndpointSlice");
     assert_eq!(sent["metadata"]["generateName"], "api-");
-    assert!(sent["metadata"]["name"].is_null(), "a create is sent without a name");
+    assert!(
+        sent["metadata"]["name"].is_null(),
+        "a create is sent without a name"
+    );
     let objects = doc["objects"].as_array().expect("objects");
     assert_eq!(objects.len(), 1);
     assert!(
@@ -153,7 +159,10 @@ fn several_files_and_a_list_are_read_together() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    assert_eq!(doc["objects"][0]["endpoints"][0]["addresses"][0], "10.0.0.1");
+    assert_eq!(
+        doc["objects"][0]["endpoints"][0]["addresses"][0],
+        "10.0.0.1"
+    );
 }
 
 #[test]
@@ -165,14 +174,25 @@ fn other_kinds_are_skipped_with_a_warning() {
     let out = sliced(&["reconcile", "-f", "-"], Some(&input));
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("warning") && err.contains("ConfigMap"), "{err}");
+    assert!(
+        err.contains("warning") && err.contains("ConfigMap"),
+        "{err}"
+    );
 }
 
 #[test]
 fn max_endpoints_per_slice_is_honoured_and_bounded() {
     let input = cluster(&[("a", "10.0.0.1"), ("b", "10.0.0.2"), ("c", "10.0.0.3")]);
     let out = sliced(
-        &["reconcile", "-o", "json", "--max-endpoints-per-slice", "2", "-f", "-"],
+        &[
+            "reconcile",
+            "-o",
+            "json",
+            "--max-endpoints-per-slice",
+            "2",
+            "-f",
+            "-",
+        ],
         Some(&input),
     );
     assert!(out.status.success());
@@ -218,7 +238,12 @@ fn malformed_yaml_exits_2() {
 fn invalid_pod_ip_exits_2() {
     assert_malformed(
         &cluster(&[("api-0", "10.0.0.300")]),
-        &["document 3", "Pod shop/api-0", "status.podIPs[0].ip", "10.0.0.300"],
+        &[
+            "document 3",
+            "Pod shop/api-0",
+            "status.podIPs[0].ip",
+            "10.0.0.300",
+        ],
     );
 }
 

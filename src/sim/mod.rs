@@ -15,7 +15,7 @@ use crate::model::{
 pub struct ServiceScenario {
     pub service: Service,
     pub pods: Vec<Pod>,
-    pub nodes: HashMap<Name, Node>,
+    pub nodes: HashMap<Name, Node, ahash::RandomState>,
 }
 
 const ZONES: [&str; 3] = ["zone-a", "zone-b", "zone-c"];
@@ -48,7 +48,7 @@ pub fn single_service(pods: usize) -> ServiceScenario {
         ..Service::default()
     };
     let node_count = pods.div_ceil(30).max(3);
-    let nodes: HashMap<Name, Node> = (0..node_count)
+    let nodes: HashMap<Name, Node, ahash::RandomState> = (0..node_count)
         .map(|i| {
             let name = intern(&format!("node-{i}"));
             let node = Node {

@@ -189,9 +189,9 @@ fn check_scenario(path: &Path) {
                 ["service", "type", "reason"]
                     .iter()
                     .all(|k| want[*k].is_null() || want[*k] == got[*k])
-                    && want["message"].as_str().is_none_or(|m| {
-                        got["message"].as_str().is_some_and(|g| g.contains(m))
-                    })
+                    && want["message"]
+                        .as_str()
+                        .is_none_or(|m| got["message"].as_str().is_some_and(|g| g.contains(m)))
             });
         assert!(same, "{}: events\n{}", path.display(), shown());
     }

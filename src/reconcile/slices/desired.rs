@@ -28,132 +28,221 @@ pub(crate) fn port_key(ports: &[EndpointPort]) -> SmallVec<[EndpointPort; 4]> {
     key
 }
 
+/// A desired endpoint before it is built: the pod, its addresses of this family and what the
+/// endpoint's attributes derive from. Most syncs find most endpoints unchanged, so only those placed
+/// or rewritten are ever built.
+pub(crate) struct Candidate<'a> {
+    pod: &'a Pod,
+    addresses: SmallVec<[Address; 1]>,
+    hostname: Option<&'a Name>,
+    zone: Option<&'a Name>,
+    conditions: Conditions,
+}
+
+impl Candidate<'_> {
+    /// The endpoint as upstream builds it from the pod.
+    pub(crate) fn to_endpoint(&self) -> Endpoint {
+        let pod = self.pod;
+        let addresses = match self.addresses.as_slice() {
+            // The common case, one address, without SmallVec's generic clone.
+            [one] => smallvec::smallvec![one.clone()],
+            many => many.iter().cloned().collect(),
+        };
+        Endpoint {
+            addresses,
+            conditions: self.conditions,
+            hostname: self.hostname.cloned(),
+            target_ref: Some(TargetRef {
+                kind: Some(POD_KIND.clone()),
+                namespace: Some(pod.meta.namespace.clone()),
+                name: Some(pod.meta.name.clone()),
+                uid: non_empty(&pod.meta.uid).cloned(),
+                api_version: None,
+                resource_version: None,
+            }),
+            node_name: pod.node_name.as_ref().and_then(non_empty).cloned(),
+            zone: self.zone.cloned(),
+            hints: None,
+        }
+    }
+
+    /// Upstream's "equal beyond hash" between this desired endpoint and an existing one: node, zone,
+    /// conditions and target (without resourceVersion). Hints and address order are not compared.
+    pub(crate) fn same_attributes(&self, ep: &Endpoint) -> bool {
+        let pod = self.pod;
+        ep.conditions == self.conditions
+            && ep.node_name.as_ref() == pod.node_name.as_ref().and_then(non_empty)
+            && ep.zone.as_ref() == self.zone
+            && ep.target_ref.as_ref().is_some_and(|t| {
+                t.kind.as_ref() == Some(&*POD_KIND)
+                    && t.namespace.as_ref() == Some(&pod.meta.namespace)
+                    && t.name.as_ref() == Some(&pod.meta.name)
+                    && t.uid.as_ref() == non_empty(&pod.meta.uid)
+                    && t.api_version.is_none()
+            })
+    }
+}
+
+fn non_empty(n: &Name) -> Option<&Name> {
+    (!n.is_empty()).then_some(n)
+}
+
 /// Upstream's endpoint identity: the sorted addresses, the hostname and the target's namespace and
 /// name. Conditions, node, zone and the pod UID are attributes, not identity.
-fn identity_hash(state: &RandomState, ep: &Endpoint) -> u64 {
+fn identity_hash(
+    state: &RandomState,
+    addresses: &[Address],
+    hostname: &str,
+    namespace: &str,
+    name: &str,
+) -> u64 {
     let mut h = state.build_hasher();
-    if ep.addresses.len() <= 1 {
-        ep.addresses.hash(&mut h);
+    if addresses.len() <= 1 {
+        addresses.hash(&mut h);
     } else {
-        let mut sorted: SmallVec<[&Address; 4]> = ep.addresses.iter().collect();
+        let mut sorted: SmallVec<[&Address; 4]> = addresses.iter().collect();
         sorted.sort_unstable();
         sorted.len().hash(&mut h);
         for a in sorted {
             a.hash(&mut h);
         }
     }
-    hostname_of(ep).hash(&mut h);
-    let (ns, name) = target_of(ep);
-    ns.hash(&mut h);
+    hostname.hash(&mut h);
+    namespace.hash(&mut h);
     name.hash(&mut h);
     h.finish()
 }
 
-fn hostname_of(ep: &Endpoint) -> &str {
-    ep.hostname.as_deref().unwrap_or("")
-}
-
-fn target_of(ep: &Endpoint) -> (&str, &str) {
-    match &ep.target_ref {
-        Some(t) => (
-            t.namespace.as_deref().unwrap_or(""),
-            t.name.as_deref().unwrap_or(""),
-        ),
-        None => ("", ""),
-    }
-}
-
-fn same_identity(a: &Endpoint, b: &Endpoint) -> bool {
-    if hostname_of(a) != hostname_of(b) || target_of(a) != target_of(b) {
+fn same_addresses(a: &[Address], b: &[Address]) -> bool {
+    if a.len() != b.len() {
         return false;
     }
-    if a.addresses.len() != b.addresses.len() {
-        return false;
+    if a.len() <= 1 {
+        return a == b;
     }
-    if a.addresses.len() <= 1 {
-        return a.addresses == b.addresses;
-    }
-    let mut x: SmallVec<[&Address; 4]> = a.addresses.iter().collect();
-    let mut y: SmallVec<[&Address; 4]> = b.addresses.iter().collect();
+    let mut x: SmallVec<[&Address; 4]> = a.iter().collect();
+    let mut y: SmallVec<[&Address; 4]> = b.iter().collect();
     x.sort_unstable();
     y.sort_unstable();
     x == y
 }
 
+/// The identity parts of an existing endpoint: hostname, target namespace and name ("" if absent).
+fn existing_identity(ep: &Endpoint) -> (Option<&Name>, Option<&Name>, Option<&Name>) {
+    let target = ep.target_ref.as_ref();
+    (
+        ep.hostname.as_ref().and_then(non_empty),
+        target
+            .and_then(|t| t.namespace.as_ref())
+            .and_then(non_empty),
+        target.and_then(|t| t.name.as_ref()).and_then(non_empty),
+    )
+}
+
+fn is_same_endpoint(c: &Candidate, ep: &Endpoint) -> bool {
+    let (hostname, namespace, name) = existing_identity(ep);
+    hostname == c.hostname.and_then(non_empty)
+        && namespace == non_empty(&c.pod.meta.namespace)
+        && name == non_empty(&c.pod.meta.name)
+        && same_addresses(&c.addresses, &ep.addresses)
+}
+
+fn is_same_candidate(a: &Candidate, b: &Candidate) -> bool {
+    a.hostname.and_then(non_empty) == b.hostname.and_then(non_empty)
+        && a.pod.meta.namespace == b.pod.meta.namespace
+        && a.pod.meta.name == b.pod.meta.name
+        && same_addresses(&a.addresses, &b.addresses)
+}
+
 /// A set of desired endpoints keyed by identity, that hands out the endpoints not yet placed in the
 /// order they were inserted (pod order), so that placement is deterministic.
-pub(crate) struct DesiredSet {
-    endpoints: Vec<Option<Endpoint>>,
+pub(crate) struct DesiredSet<'a> {
+    candidates: Vec<(u64, Candidate<'a>)>,
+    taken: Vec<bool>,
     table: HashTable<u32>,
     state: RandomState,
     remaining: usize,
     cursor: usize,
 }
 
-impl DesiredSet {
-    fn new() -> Self {
+impl<'a> DesiredSet<'a> {
+    fn with_capacity(n: usize) -> Self {
         DesiredSet {
-            endpoints: Vec::new(),
-            table: HashTable::new(),
+            candidates: Vec::with_capacity(n),
+            taken: Vec::with_capacity(n),
+            table: HashTable::with_capacity(n),
             state: identity_hasher(),
             remaining: 0,
             cursor: 0,
         }
     }
 
-    fn insert(&mut self, ep: Endpoint) {
-        let hash = identity_hash(&self.state, &ep);
-        let endpoints = &self.endpoints;
-        let found = self.table.find(hash, |&i| {
-            endpoints[i as usize]
-                .as_ref()
-                .is_some_and(|e| same_identity(e, &ep))
-        });
-        if let Some(&i) = found {
+    fn insert(&mut self, c: Candidate<'a>) {
+        let hash = identity_hash(
+            &self.state,
+            &c.addresses,
+            c.hostname.map_or("", |h| h.as_str()),
+            &c.pod.meta.namespace,
+            &c.pod.meta.name,
+        );
+        let candidates = &self.candidates;
+        if let Some(&i) = self.table.find(hash, |&i| {
+            let (h, other) = &candidates[i as usize];
+            *h == hash && is_same_candidate(other, &c)
+        }) {
             // The same identity twice: the later one wins, as in a map.
-            self.endpoints[i as usize] = Some(ep);
+            self.candidates[i as usize] = (hash, c);
             return;
         }
-        let index = self.endpoints.len() as u32;
-        self.endpoints.push(Some(ep));
-        let endpoints = &self.endpoints;
-        let state = &self.state;
-        self.table.insert_unique(hash, index, |&i| {
-            endpoints[i as usize]
-                .as_ref()
-                .map_or(0, |e| identity_hash(state, e))
-        });
+        let index = self.candidates.len() as u32;
+        self.candidates.push((hash, c));
+        self.taken.push(false);
+        let candidates = &self.candidates;
+        self.table
+            .insert_unique(hash, index, |&i| candidates[i as usize].0);
         self.remaining += 1;
     }
 
-    /// Removes and returns the desired endpoint with the identity of `existing`.
-    pub(crate) fn take(&mut self, existing: &Endpoint) -> Option<Endpoint> {
+    /// Marks as placed the desired endpoint with the identity of `existing`; returns its index.
+    pub(crate) fn take(&mut self, existing: &Endpoint) -> Option<u32> {
         if self.remaining == 0 {
             return None;
         }
-        let hash = identity_hash(&self.state, existing);
-        let endpoints = &self.endpoints;
+        let (hostname, namespace, name) = existing_identity(existing);
+        let hash = identity_hash(
+            &self.state,
+            &existing.addresses,
+            hostname.map_or("", |n| n.as_str()),
+            namespace.map_or("", |n| n.as_str()),
+            name.map_or("", |n| n.as_str()),
+        );
+        let candidates = &self.candidates;
         let entry = self
             .table
             .find_entry(hash, |&i| {
-                endpoints[i as usize]
-                    .as_ref()
-                    .is_some_and(|e| same_identity(e, existing))
+                let (h, c) = &candidates[i as usize];
+                *h == hash && is_same_endpoint(c, existing)
             })
             .ok()?;
         let (index, _) = entry.remove();
         self.remaining -= 1;
-        self.endpoints[index as usize].take()
+        self.taken[index as usize] = true;
+        Some(index)
     }
 
-    /// The next desired endpoint not yet placed.
+    pub(crate) fn get(&self, index: u32) -> &Candidate<'a> {
+        &self.candidates[index as usize].1
+    }
+
+    /// The next desired endpoint not yet placed, built.
     pub(crate) fn pop(&mut self) -> Option<Endpoint> {
-        while self.cursor < self.endpoints.len() {
+        while self.cursor < self.candidates.len() {
             let i = self.cursor;
             self.cursor += 1;
-            if let Some(ep) = self.endpoints[i].take() {
+            if !self.taken[i] {
+                self.taken[i] = true;
                 self.remaining -= 1;
-                return Some(ep);
+                return Some(self.candidates[i].1.to_endpoint());
             }
         }
         None
@@ -169,18 +258,18 @@ impl DesiredSet {
 }
 
 /// Desired endpoints sharing one set of ports.
-pub(crate) struct PortGroup {
+pub(crate) struct PortGroup<'a> {
     /// The canonical form, compared with existing slices' ports.
     pub key: SmallVec<[EndpointPort; 4]>,
     /// The ports in service order, written on new slices.
     pub ports: Vec<EndpointPort>,
-    pub desired: DesiredSet,
+    pub desired: DesiredSet<'a>,
     /// How many endpoints the group had before placement took any.
     pub total: usize,
 }
 
-pub(crate) struct Desired {
-    pub groups: Vec<PortGroup>,
+pub(crate) struct Desired<'a> {
+    pub groups: Vec<PortGroup<'a>>,
     /// Pods skipped because their node does not exist.
     pub errors: Vec<String>,
 }
@@ -234,13 +323,14 @@ pub fn endpoint_ports(service: &Service, pod: &Pod) -> Vec<EndpointPort> {
         .collect()
 }
 
-/// The endpoint a pod gives for one IP family, or `None` when it has no address of that family.
-pub(crate) fn pod_endpoint(
+/// The desired endpoint a pod gives for one IP family, or `None` when it has no address of that
+/// family.
+fn candidate<'a>(
     service: &Service,
-    pod: &Pod,
-    node_zone: Option<&Name>,
+    pod: &'a Pod,
+    zone: Option<&'a Name>,
     family: IpFamily,
-) -> Option<Endpoint> {
+) -> Option<Candidate<'a>> {
     let addresses: SmallVec<[Address; 1]> = pod
         .ips
         .iter()
@@ -253,45 +343,32 @@ pub(crate) fn pod_endpoint(
     let serving = pod.ready;
     let terminating = pod.meta.deletion_timestamp.is_some();
     let ready = service.publish_not_ready_addresses || (serving && !terminating);
-    let hostname = pod
-        .hostname
-        .as_ref()
-        .filter(|h| {
-            !h.is_empty()
-                && pod.subdomain.as_ref() == Some(&service.meta.name)
-                && pod.meta.namespace == service.meta.namespace
-        })
-        .cloned();
-    Some(Endpoint {
+    let hostname = pod.hostname.as_ref().filter(|h| {
+        !h.is_empty()
+            && pod.subdomain.as_ref() == Some(&service.meta.name)
+            && pod.meta.namespace == service.meta.namespace
+    });
+    Some(Candidate {
+        pod,
         addresses,
+        hostname,
+        zone,
         conditions: Conditions {
             ready: Some(ready),
             serving: Some(serving),
             terminating: Some(terminating),
         },
-        hostname,
-        target_ref: Some(TargetRef {
-            kind: Some(POD_KIND.clone()),
-            namespace: Some(pod.meta.namespace.clone()),
-            name: Some(pod.meta.name.clone()),
-            uid: (!pod.meta.uid.is_empty()).then(|| pod.meta.uid.clone()),
-            api_version: None,
-            resource_version: None,
-        }),
-        node_name: pod.node_name.clone().filter(|n| !n.is_empty()),
-        zone: node_zone.cloned(),
-        hints: None,
     })
 }
 
 /// Builds the desired endpoints of `service` for one address family from the pods its selector
 /// matches.
-pub(crate) fn desired_endpoints(
+pub(crate) fn desired_endpoints<'a>(
     service: &Service,
-    pods: &[&Pod],
-    nodes: &dyn NodeLookup,
+    pods: &[&'a Pod],
+    nodes: &'a dyn NodeLookup,
     family: IpFamily,
-) -> Desired {
+) -> Desired<'a> {
     let mut groups: Vec<PortGroup> = Vec::new();
     let mut errors = Vec::new();
     // Pods of one template share their named ports; remember the group of the last one seen.
@@ -301,7 +378,7 @@ pub(crate) fn desired_endpoints(
         .all(|p| matches!(p.target_port, TargetPort::Number(_)));
     let mut last: Option<(*const ContainerPort, usize)> = None;
 
-    for pod in pods {
+    for &pod in pods {
         if !pod_has_endpoint(pod) {
             continue;
         }
@@ -317,7 +394,7 @@ pub(crate) fn desired_endpoints(
                         groups.push(PortGroup {
                             key,
                             ports,
-                            desired: DesiredSet::new(),
+                            desired: DesiredSet::with_capacity(pods.len()),
                             total: 0,
                         });
                         groups.len() - 1
@@ -338,8 +415,8 @@ pub(crate) fn desired_endpoints(
             continue;
         }
         let zone = node.and_then(|n| n.zone());
-        if let Some(ep) = pod_endpoint(service, pod, zone, family) {
-            groups[group].desired.insert(ep);
+        if let Some(c) = candidate(service, pod, zone, family) {
+            groups[group].desired.insert(c);
         }
     }
     for g in &mut groups {

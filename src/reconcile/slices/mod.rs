@@ -4,7 +4,7 @@
 mod desired;
 mod placement;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 
 use smallvec::SmallVec;
@@ -219,14 +219,16 @@ fn reconcile_address_type(
         }
     }
 
+    let changed: HashSet<&str, ahash::RandomState> = out
+        .updates
+        .iter()
+        .chain(&out.deletes)
+        .map(|s| s.meta.name.as_str())
+        .collect();
     let unchanged: Vec<&EndpointSlice> = existing
         .iter()
         .copied()
-        .filter(|s| {
-            let name = &s.meta.name;
-            !out.updates.iter().any(|u| u.meta.name == *name)
-                && !out.deletes.iter().any(|d| d.meta.name == *name)
-        })
+        .filter(|s| !changed.contains(s.meta.name.as_str()))
         .collect();
     let key = plan.service_key.clone();
     let topology_input = TopologyInput {

@@ -3,7 +3,7 @@
 //! into the one unchanged slice it fills best, and only then create slices.
 
 use super::desired::PortGroup;
-use crate::model::{Endpoint, EndpointSlice, Labels};
+use crate::model::{EndpointSlice, Labels};
 
 /// What one port group needs.
 pub(crate) struct GroupPlan {
@@ -54,7 +54,7 @@ fn labels_changed(slice: &EndpointSlice, labels: &SliceLabels) -> bool {
 /// `new_slice` makes an empty slice for this group.
 pub(crate) fn place(
     existing: &[&EndpointSlice],
-    group: &mut PortGroup,
+    group: &mut PortGroup<'_>,
     max_per_slice: usize,
     labels: &SliceLabels,
     new_slice: &dyn Fn() -> EndpointSlice,
@@ -65,17 +65,15 @@ pub(crate) fn place(
 
     // 1. Keep each existing endpoint that is still desired, in its place, with fresh attributes.
     for slice in existing {
-        let mut kept: Vec<Endpoint> = Vec::new();
+        // The desired endpoints found here; built from their pods only if the slice changes.
+        let mut kept: Vec<u32> = Vec::new();
         let mut endpoint_updated = false;
         for ep in &slice.endpoints {
-            if let Some(want) = desired.take(ep) {
-                if !want.same_attributes(ep) {
+            if let Some(index) = desired.take(ep) {
+                if !desired.get(index).same_attributes(ep) {
                     endpoint_updated = true;
                 }
-                if kept.capacity() == 0 {
-                    kept.reserve_exact(slice.endpoints.len());
-                }
-                kept.push(want);
+                kept.push(index);
             }
         }
         let relabel = labels_changed(slice, labels);
@@ -85,7 +83,7 @@ pub(crate) fn place(
                 State::Delete
             } else {
                 let mut copy = shell_of(slice);
-                copy.endpoints = kept;
+                copy.endpoints = kept.iter().map(|&i| desired.get(i).to_endpoint()).collect();
                 copy.meta.labels = labels.desired.clone();
                 State::Update(Box::new(copy))
             }
@@ -185,7 +183,7 @@ fn shell_of(slice: &EndpointSlice) -> EndpointSlice {
     }
 }
 
-fn fill(slice: &mut EndpointSlice, desired: &mut super::desired::DesiredSet, max: usize) {
+fn fill(slice: &mut EndpointSlice, desired: &mut super::desired::DesiredSet<'_>, max: usize) {
     while slice.endpoints.len() < max {
         match desired.pop() {
             Some(ep) => slice.endpoints.push(ep),
