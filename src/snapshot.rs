@@ -74,8 +74,8 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
     let mut topology = TopologyCache::default();
     topology.set_nodes(snapshot.nodes.iter());
 
-    let mut pods: Vec<&Pod> = snapshot.pods.iter().collect();
-    pods.sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
+    let pods = PodIndex::new(&snapshot.pods);
+    let mut existing = managed_slices(&sink);
     let mut services: Vec<&Service> = snapshot.services.iter().collect();
     services
         .sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
@@ -88,13 +88,12 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
         if service.service_type == crate::model::ServiceType::ExternalName {
             continue;
         }
-        let ns = &service.meta.namespace;
-        let selected: Vec<&Pod> = pods
-            .iter()
-            .copied()
-            .filter(|p| p.meta.namespace == *ns && p.meta.labels.matches(selector))
-            .collect();
-        let current = managed_slices(&sink, service);
+        let selected = pods.select(&service.meta.namespace, selector);
+        // Each service's sync writes only its own slices, so the slices listed before the pass are
+        // what this sync would list.
+        let current = existing
+            .remove(&(service.meta.namespace.clone(), service.meta.name.clone()))
+            .unwrap_or_default();
         let current_refs: Vec<&EndpointSlice> = current.iter().collect();
         let plan = reconcile(&SyncInput {
             service,
@@ -125,14 +124,80 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
     result
 }
 
-/// The slices this controller manages for `service`, without those being deleted, in name order.
-fn managed_slices(sink: &MemorySink, service: &Service) -> Vec<EndpointSlice> {
-    sink.list_slices(&service.meta.namespace)
-        .into_iter()
-        .filter(|s| {
-            s.meta.deletion_timestamp.is_none()
-                && s.service_name() == Some(&service.meta.name)
-                && s.managed_by().map(|m| m.as_str()) == Some(keys::ENDPOINTSLICE_CONTROLLER)
-        })
-        .collect()
+/// The slices this controller manages, without those being deleted, by (namespace, service name),
+/// each list in name order.
+fn managed_slices(sink: &MemorySink) -> HashMap<(Name, Name), Vec<EndpointSlice>, RandomState> {
+    let mut by_service: HashMap<(Name, Name), Vec<EndpointSlice>, RandomState> = HashMap::default();
+    for object in sink.objects() {
+        let Object::EndpointSlice(slice) = object else {
+            continue;
+        };
+        if slice.meta.deletion_timestamp.is_some()
+            || slice.managed_by().map(|m| m.as_str()) != Some(keys::ENDPOINTSLICE_CONTROLLER)
+        {
+            continue;
+        }
+        if let Some(service) = slice.service_name().cloned() {
+            by_service
+                .entry((slice.meta.namespace.clone(), service))
+                .or_default()
+                .push(slice);
+        }
+    }
+    by_service
+}
+
+/// Pods by namespace and by label pair, so that a selector is matched against the pods carrying its
+/// rarest pair only, not every pod.
+struct PodIndex<'a> {
+    by_namespace: HashMap<&'a str, Vec<&'a Pod>, RandomState>,
+    by_label: HashMap<(&'a str, &'a str, &'a str), Vec<&'a Pod>, RandomState>,
+}
+
+impl<'a> PodIndex<'a> {
+    fn new(pods: &'a [Pod]) -> Self {
+        let mut sorted: Vec<&Pod> = pods.iter().collect();
+        sorted.sort_by(|a, b| {
+            (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name))
+        });
+        let mut by_namespace: HashMap<&str, Vec<&Pod>, RandomState> = HashMap::default();
+        let mut by_label: HashMap<(&str, &str, &str), Vec<&Pod>, RandomState> = HashMap::default();
+        for pod in sorted {
+            by_namespace
+                .entry(&pod.meta.namespace)
+                .or_default()
+                .push(pod);
+            for (k, v) in pod.meta.labels.iter() {
+                by_label
+                    .entry((&pod.meta.namespace, k, v))
+                    .or_default()
+                    .push(pod);
+            }
+        }
+        PodIndex {
+            by_namespace,
+            by_label,
+        }
+    }
+
+    /// The pods of `namespace` that `selector` matches, in name order.
+    fn select(&self, namespace: &str, selector: &crate::model::Labels) -> Vec<&'a Pod> {
+        let candidates = selector
+            .iter()
+            .map(|(k, v)| self.by_label.get(&(namespace, k.as_str(), v.as_str())))
+            .min_by_key(|list| list.map_or(0, |l| l.len()));
+        let candidates: &[&Pod] = match candidates {
+            // An empty selector selects every pod of the namespace.
+            None => self
+                .by_namespace
+                .get(namespace)
+                .map_or(&[], |v| v.as_slice()),
+            Some(list) => list.map_or(&[], |v| v.as_slice()),
+        };
+        candidates
+            .iter()
+            .copied()
+            .filter(|p| p.meta.labels.matches(selector))
+            .collect()
+    }
 }
