@@ -113,9 +113,17 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
             .extend(plan.events.iter().map(|e| (key.clone(), e.clone())));
         let outcome = apply_plan(&sink, &plan);
         if !outcome.errors.is_empty() {
+            let message = aggregate_message(&outcome.errors);
+            result.events.push((
+                key.clone(),
+                Event::warning(
+                    "FailedToUpdateEndpointSlices",
+                    format!("Error updating Endpoint Slices for Service {key}: {message}"),
+                ),
+            ));
             result.errors.push(SyncError {
                 service: key,
-                message: aggregate_message(&outcome.errors),
+                message,
             });
         }
     }
