@@ -43,14 +43,6 @@ pub struct SnapshotResult {
     pub events: Vec<(String, Event)>,
 }
 
-/// Joins several errors the way upstream's aggregate error prints them.
-pub fn aggregate_message(errors: &[String]) -> String {
-    match errors {
-        [one] => one.clone(),
-        many => format!("[{}]", many.join(", ")),
-    }
-}
-
 /// Reconciles every service of the snapshot once, in namespace/name order, against the slices that
 /// exist, writing into an in-memory API server seeded with `seed`.
 pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> SnapshotResult {
@@ -112,8 +104,7 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
             .events
             .extend(plan.events.iter().map(|e| (key.clone(), e.clone())));
         let outcome = apply_plan(&sink, &plan);
-        if !outcome.errors.is_empty() {
-            let message = aggregate_message(&outcome.errors);
+        if let Some(message) = outcome.error_message() {
             result.events.push((
                 key.clone(),
                 Event::warning(
