@@ -248,6 +248,7 @@ fn reconcile_address_type(
     plan.events.extend(hints.events);
     plan.topology_changes.extend(hints.change);
 
+    drop_noop_updates(existing, &mut out);
     recycle(service, &mut out);
     if service.meta.deletion_timestamp.is_some() {
         // Creating while the garbage collector deletes would race it.
@@ -257,6 +258,24 @@ fn reconcile_address_type(
         set_trigger_time(slice, input.trigger_time);
     }
     plan.per_type.push(out);
+}
+
+/// Drops updates that would write exactly what the slice already holds. Upstream sends them when its
+/// hint validation finds an existing slice invalid but recomputes the same hints (a self-hint for a
+/// zone outside the allocation, or no hints where an endpoint has no zone): every sync then rewrites
+/// the slice and wakes every watcher for nothing.
+fn drop_noop_updates(existing: &[&EndpointSlice], out: &mut AddressTypePlan) {
+    out.updates.retain(|update| {
+        !existing.iter().any(|old| {
+            old.meta.name == update.meta.name
+                && old.meta.labels == update.meta.labels
+                && old.meta.annotations == update.meta.annotations
+                && old.owner_references == update.owner_references
+                && old.address_type == update.address_type
+                && old.ports == update.ports
+                && old.endpoints == update.endpoints
+        })
+    });
 }
 
 /// Turns delete + create pairs into updates of the slice that would be deleted: fewer writes, and
