@@ -24,6 +24,31 @@ pub struct Snapshot {
     pub endpoints: Vec<Endpoints>,
 }
 
+impl Snapshot {
+    /// Appends the objects of `other`.
+    pub fn merge(&mut self, other: Snapshot) {
+        self.services.extend(other.services);
+        self.pods.extend(other.pods);
+        self.nodes.extend(other.nodes);
+        self.namespaces.extend(other.namespaces);
+        self.endpoint_slices.extend(other.endpoint_slices);
+        self.endpoints.extend(other.endpoints);
+    }
+
+    pub fn len(&self) -> usize {
+        self.services.len()
+            + self.pods.len()
+            + self.nodes.len()
+            + self.namespaces.len()
+            + self.endpoint_slices.len()
+            + self.endpoints.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// A service whose sync failed, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyncError {

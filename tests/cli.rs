@@ -14,12 +14,12 @@ fn sliced(args: &[&str], stdin: Option<&str>) -> Output {
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn sliced");
     if let Some(input) = stdin {
-        child
+        // sliced may exit before reading (a usage error), closing the pipe: not a test failure.
+        let _ = child
             .stdin
             .take()
             .expect("stdin")
-            .write_all(input.as_bytes())
-            .expect("write stdin");
+            .write_all(input.as_bytes());
     } else {
         drop(child.stdin.take());
     }

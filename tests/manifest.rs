@@ -126,12 +126,12 @@ spec:
 #[test]
 fn multi_document_yaml() {
     let m = load(CLUSTER);
-    assert_eq!(m.services.len(), 2);
-    assert_eq!(m.pods.len(), 2);
-    assert_eq!((m.nodes.len(), m.namespaces.len()), (1, 1));
+    assert_eq!(m.objects.services.len(), 2);
+    assert_eq!(m.objects.pods.len(), 2);
+    assert_eq!((m.objects.nodes.len(), m.objects.namespaces.len()), (1, 1));
     assert!(m.warnings.is_empty(), "{:?}", m.warnings);
 
-    let web = &m.services[0];
+    let web = &m.objects.services[0];
     assert_eq!(web.meta.key(), "shop/web");
     assert_eq!(web.service_type, ServiceType::ClusterIp);
     assert_eq!(web.cluster_ip, ClusterIp::Ip(ip("10.96.0.10")));
@@ -148,12 +148,12 @@ fn multi_document_yaml() {
     assert_eq!(ports[2].target_port, TargetPort::Number(443));
     assert_eq!(ports[2].node_port, Some(30443));
 
-    let headless = &m.services[1];
+    let headless = &m.objects.services[1];
     assert_eq!(headless.meta.key(), "default/headless");
     assert_eq!(headless.cluster_ip, ClusterIp::Headless);
     assert_eq!(headless.selector.as_ref().map(|s| s.len()), Some(0));
 
-    let pod = &m.pods[0];
+    let pod = &m.objects.pods[0];
     assert_eq!(pod.phase, PodPhase::Running);
     assert_eq!(pod.ips.as_slice(), [ip("10.0.0.5"), ip("fd00::5")]);
     assert!(pod.has_pod_ip && pod.ready);
@@ -171,18 +171,18 @@ fn multi_document_yaml() {
     assert_eq!(named, [("http-port", 8080, false), ("proxy", 15001, true)]);
 
     // Only podIP given: podIPs follows it, as the API server fills it. Leading zeros are decimal.
-    let pod2 = &m.pods[1];
+    let pod2 = &m.objects.pods[1];
     assert_eq!(pod2.phase, PodPhase::Pending);
     assert_eq!(pod2.ips.as_slice(), [ip("10.0.0.6")]);
     assert!(!pod2.ready);
 
-    let node = &m.nodes[0];
+    let node = &m.objects.nodes[0];
     assert_eq!(
         (node.name.as_str(), node.ready, node.allocatable_cpu_millis),
         ("node-a", true, 3500)
     );
     assert_eq!(node.zone().map(|z| z.as_str()), Some("zone-a"));
-    assert!(m.namespaces[0].terminating);
+    assert!(m.objects.namespaces[0].terminating);
 }
 
 #[test]
@@ -194,8 +194,8 @@ fn pods_of_a_template_share_named_ports() {
     };
     let m = load(&format!("{}---\n{}", pod("a"), pod("b")));
     assert!(std::sync::Arc::ptr_eq(
-        &m.pods[0].named_ports,
-        &m.pods[1].named_ports
+        &m.objects.pods[0].named_ports,
+        &m.objects.pods[1].named_ports
     ));
 }
 
@@ -227,11 +227,11 @@ items:
   - metadata: {name: p2, namespace: other}
 "#;
     let m = load(text);
-    let nodes: Vec<_> = m.nodes.iter().map(|n| n.name.as_str()).collect();
+    let nodes: Vec<_> = m.objects.nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(nodes, ["n0", "n1"]);
-    let namespaces: Vec<_> = m.namespaces.iter().map(|n| n.name.as_str()).collect();
+    let namespaces: Vec<_> = m.objects.namespaces.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(namespaces, ["ns1", "ns2"]);
-    let pods: Vec<_> = m.pods.iter().map(|p| p.meta.key()).collect();
+    let pods: Vec<_> = m.objects.pods.iter().map(|p| p.meta.key()).collect();
     assert_eq!(pods, ["default/p1", "other/p2"]);
 
     // Errors inside lists name the item, one number per level.
@@ -250,15 +250,15 @@ fn json_input() {
     let single = r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
         "spec": {"ports": [{"port": 80, "targetPort": 8080}]}}"#;
     let m = load(single);
-    assert_eq!(m.services[0].ports[0].target_port, TargetPort::Number(8080));
+    assert_eq!(m.objects.services[0].ports[0].target_port, TargetPort::Number(8080));
 
     let list = r#"{"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}},
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "b"}}]}"#;
-    assert_eq!(load(list).nodes.len(), 2);
+    assert_eq!(load(list).objects.nodes.len(), 2);
 
     let array = r#"[{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}}]"#;
-    assert_eq!(load(array).nodes.len(), 1);
+    assert_eq!(load(array).objects.nodes.len(), 1);
 
     let stream = "{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}}\n\
                   {\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": 5}}";
@@ -281,10 +281,10 @@ fn json_input() {
 
     // Flow-style YAML is YAML.
     let flow = "{apiVersion: v1, kind: Node, metadata: {name: a}}\n---\n[{apiVersion: v1, kind: Node, metadata: {name: b}}]";
-    assert_eq!(load(flow).nodes.len(), 2);
+    assert_eq!(load(flow).objects.nodes.len(), 2);
 
     let m = load_reader("<stdin>", single.as_bytes()).unwrap();
-    assert_eq!(m.services.len(), 1);
+    assert_eq!(m.objects.services.len(), 1);
 }
 
 #[test]
@@ -293,7 +293,7 @@ fn unknown_kinds_are_skipped_with_a_warning() {
                 apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foo, namespace: default}\n---\n\
                 apiVersion: discovery.k8s.io/v1beta1\nkind: EndpointSlice\nmetadata: {name: s}\n";
     let m = load_str("fixtures/x.yaml", text).unwrap();
-    assert_eq!(m.nodes.len(), 1);
+    assert_eq!(m.objects.nodes.len(), 1);
     assert_eq!(
         m.warnings,
         [
@@ -307,7 +307,7 @@ fn unknown_kinds_are_skipped_with_a_warning() {
 fn merging_manifests() {
     let mut m = load("apiVersion: v1\nkind: Node\nmetadata: {name: a}\n");
     m.merge(load("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n---\napiVersion: v1\nkind: Node\nmetadata: {name: b}\n"));
-    assert_eq!(m.nodes.len(), 2);
+    assert_eq!(m.objects.nodes.len(), 2);
     assert_eq!(m.warnings.len(), 1);
     assert_eq!(m.len(), 2);
 }
@@ -366,7 +366,7 @@ fn slice_address_types() {
         "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {generateName: web-}\n\
          addressType: FQDN\nendpoints: [{addresses: [example.com]}]\n",
     );
-    let slice = &m.endpoint_slices[0];
+    let slice = &m.objects.endpoint_slices[0];
     assert_eq!(slice.generate_name.as_deref(), Some("web-"));
     assert_eq!(slice.address_type, AddressType::Fqdn);
     let address = &slice.endpoints[0].addresses[0];
@@ -376,7 +376,7 @@ fn slice_address_types() {
         "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: s}\n\
          addressType: IPv4\nendpoints: [{addresses: [\"::ffff:10.0.0.1\", 010.0.0.2]}]\n",
     );
-    let addresses = &m.endpoint_slices[0].endpoints[0].addresses;
+    let addresses = &m.objects.endpoint_slices[0].endpoints[0].addresses;
     let want = [Address::Ip(ip("10.0.0.1")), Address::Ip(ip("10.0.0.2"))];
     assert_eq!(addresses.as_slice(), want);
 }
@@ -431,7 +431,7 @@ const FULL_SLICE: &str = r#"{
 #[test]
 fn endpoint_slice_round_trip() {
     let m = load(FULL_SLICE);
-    let slice = &m.endpoint_slices[0];
+    let slice = &m.objects.endpoint_slices[0];
     assert_eq!(slice.endpoints[0].addresses[1], Address::Ip(ip("fd00::2")));
     assert!(slice.is_owned_by("aaaa-bbbb"));
     let want: serde_json::Value = serde_json::from_str(FULL_SLICE).unwrap();
@@ -446,7 +446,7 @@ fn endpoint_slice_round_trip() {
     // And once more through YAML: what sliced writes reads back the same.
     let yaml = serde_saphyr::to_string(&got).unwrap();
     let again = load(&yaml);
-    assert_eq!(&again.endpoint_slices[0], slice);
+    assert_eq!(&again.objects.endpoint_slices[0], slice);
 }
 
 #[test]
@@ -454,7 +454,7 @@ fn new_slice_has_generate_name_and_empty_lists() {
     let m = load(
         "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {generateName: web-, namespace: ns}\naddressType: IPv4\nendpoints:\n",
     );
-    let got = object_to_json(&Object::EndpointSlice(m.endpoint_slices[0].clone())).unwrap();
+    let got = object_to_json(&Object::EndpointSlice(m.objects.endpoint_slices[0].clone())).unwrap();
     let want = serde_json::json!({
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -479,7 +479,7 @@ fn endpoints_round_trip() {
       }]
     }"#;
     let m = load(text);
-    let got = object_to_json(&Object::Endpoints(m.endpoints[0].clone())).unwrap();
+    let got = object_to_json(&Object::Endpoints(m.objects.endpoints[0].clone())).unwrap();
     assert_eq!(
         got,
         serde_json::from_str::<serde_json::Value>(text).unwrap()

@@ -11,7 +11,7 @@ use sliced::kube::convert::object_to_json;
 use sliced::kube::manifest::{self, Manifest};
 use sliced::reconcile::Options;
 use sliced::sink::Object;
-use sliced::snapshot::{Snapshot, SnapshotResult, reconcile_snapshot};
+use sliced::snapshot::{SnapshotResult, reconcile_snapshot};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
@@ -52,17 +52,6 @@ fn load(files: &[String]) -> Result<Manifest, String> {
     Ok(all)
 }
 
-pub fn snapshot_of(m: Manifest) -> Snapshot {
-    Snapshot {
-        services: m.services,
-        pods: m.pods,
-        nodes: m.nodes,
-        namespaces: m.namespaces,
-        endpoint_slices: m.endpoint_slices,
-        endpoints: m.endpoints,
-    }
-}
-
 pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     let manifest = match load(&args.files) {
         Ok(m) => m,
@@ -78,7 +67,7 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
         prefer_same_traffic_distribution: args.prefer_same_traffic_distribution,
     };
-    let result = reconcile_snapshot(&snapshot_of(manifest), &options, args.seed);
+    let result = reconcile_snapshot(&manifest.objects, &options, args.seed);
     let text = match args.output {
         Format::Json => render_json(&result)?,
         Format::Yaml => render_yaml(&result)?,

@@ -20,19 +20,13 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use super::convert::{self, ConvertError};
-use crate::model::{
-    ContainerPort, EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Protocol, Service,
-};
+use crate::model::{ContainerPort, Name, Pod, Protocol};
+use crate::snapshot::Snapshot;
 
 /// The objects of one or more files.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct Manifest {
-    pub services: Vec<Service>,
-    pub pods: Vec<Pod>,
-    pub nodes: Vec<Node>,
-    pub namespaces: Vec<Namespace>,
-    pub endpoint_slices: Vec<EndpointSlice>,
-    pub endpoints: Vec<Endpoints>,
+    pub objects: Snapshot,
     /// One line per skipped object, naming file, document and object.
     pub warnings: Vec<String>,
 }
@@ -40,27 +34,17 @@ pub struct Manifest {
 impl Manifest {
     /// Appends the objects and warnings of `other`, as when several files are given.
     pub fn merge(&mut self, other: Manifest) {
-        self.services.extend(other.services);
-        self.pods.extend(other.pods);
-        self.nodes.extend(other.nodes);
-        self.namespaces.extend(other.namespaces);
-        self.endpoint_slices.extend(other.endpoint_slices);
-        self.endpoints.extend(other.endpoints);
+        self.objects.merge(other.objects);
         self.warnings.extend(other.warnings);
     }
 
     /// The number of objects loaded, warnings aside.
     pub fn len(&self) -> usize {
-        self.services.len()
-            + self.pods.len()
-            + self.nodes.len()
-            + self.namespaces.len()
-            + self.endpoint_slices.len()
-            + self.endpoints.len()
+        self.objects.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.objects.is_empty()
     }
 }
 
@@ -443,37 +427,37 @@ impl Loader<'_> {
                 let o = self.decode::<core::Service>(value, at, &label)?;
                 let o =
                     convert::service_from_k8s(&o).map_err(|e| self.convert_error(at, label, e))?;
-                self.out.services.push(o);
+                self.out.objects.services.push(o);
             }
             "Pod" => {
                 let o = self.decode::<core::Pod>(value, at, &label)?;
                 let mut o =
                     convert::pod_from_k8s(&o).map_err(|e| self.convert_error(at, label, e))?;
                 self.share_named_ports(&mut o);
-                self.out.pods.push(o);
+                self.out.objects.pods.push(o);
             }
             "Node" => {
                 let o = self.decode::<core::Node>(value, at, &label)?;
                 let o = convert::node_from_k8s(&o).map_err(|e| self.convert_error(at, label, e))?;
-                self.out.nodes.push(o);
+                self.out.objects.nodes.push(o);
             }
             "Namespace" => {
                 let o = self.decode::<core::Namespace>(value, at, &label)?;
                 let o = convert::namespace_from_k8s(&o)
                     .map_err(|e| self.convert_error(at, label, e))?;
-                self.out.namespaces.push(o);
+                self.out.objects.namespaces.push(o);
             }
             "Endpoints" => {
                 let o = self.decode::<core::Endpoints>(value, at, &label)?;
                 let o = convert::endpoints_from_k8s(&o)
                     .map_err(|e| self.convert_error(at, label, e))?;
-                self.out.endpoints.push(o);
+                self.out.objects.endpoints.push(o);
             }
             _ => {
                 let o = self.decode::<discovery::EndpointSlice>(value, at, &label)?;
                 let o = convert::endpoint_slice_from_k8s(&o)
                     .map_err(|e| self.convert_error(at, label, e))?;
-                self.out.endpoint_slices.push(o);
+                self.out.objects.endpoint_slices.push(o);
             }
         }
         Ok(())
