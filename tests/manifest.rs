@@ -151,7 +151,8 @@ fn multi_document_yaml() {
     let headless = &m.objects.services[1];
     assert_eq!(headless.meta.key(), "default/headless");
     assert_eq!(headless.cluster_ip, ClusterIp::Headless);
-    assert_eq!(headless.selector.as_ref().map(|s| s.len()), Some(0));
+    // The API server stores `selector: {}` as no selector.
+    assert_eq!(headless.selector, None);
 
     let pod = &m.objects.pods[0];
     assert_eq!(pod.phase, PodPhase::Running);
@@ -229,7 +230,12 @@ items:
     let m = load(text);
     let nodes: Vec<_> = m.objects.nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(nodes, ["n0", "n1"]);
-    let namespaces: Vec<_> = m.objects.namespaces.iter().map(|n| n.name.as_str()).collect();
+    let namespaces: Vec<_> = m
+        .objects
+        .namespaces
+        .iter()
+        .map(|n| n.name.as_str())
+        .collect();
     assert_eq!(namespaces, ["ns1", "ns2"]);
     let pods: Vec<_> = m.objects.pods.iter().map(|p| p.meta.key()).collect();
     assert_eq!(pods, ["default/p1", "other/p2"]);
@@ -250,7 +256,10 @@ fn json_input() {
     let single = r#"{"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
         "spec": {"ports": [{"port": 80, "targetPort": 8080}]}}"#;
     let m = load(single);
-    assert_eq!(m.objects.services[0].ports[0].target_port, TargetPort::Number(8080));
+    assert_eq!(
+        m.objects.services[0].ports[0].target_port,
+        TargetPort::Number(8080)
+    );
 
     let list = r#"{"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "a"}},

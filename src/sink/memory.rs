@@ -412,11 +412,15 @@ fn key_of(object: &Object) -> Key {
     (object.kind(), meta.namespace.clone(), meta.name.clone())
 }
 
-/// Equal in everything but metadata: the rule for bumping generation.
+/// The API server's rule for bumping generation: anything but metadata changed, or, for an
+/// EndpointSlice, its labels (the controllers' tracker relies on label edits being seen).
 fn same_spec(a: &Object, b: &Object) -> bool {
     match (a, b) {
         (Object::EndpointSlice(a), Object::EndpointSlice(b)) => {
-            a.address_type == b.address_type && a.ports == b.ports && a.endpoints == b.endpoints
+            a.address_type == b.address_type
+                && a.ports == b.ports
+                && a.endpoints == b.endpoints
+                && a.meta.labels == b.meta.labels
         }
         (Object::Endpoints(a), Object::Endpoints(b)) => a.subsets == b.subsets,
         _ => false,

@@ -120,41 +120,47 @@ fn resource_version_increases_on_every_write() {
 }
 
 #[test]
-fn generation_bumps_only_on_spec_changes() {
+fn generation_bumps_only_on_spec_or_label_changes() {
     let sink = MemorySink::new(1);
     let s = sink
         .create(&obj(&v4("", &["10.0.0.1"])))
         .unwrap()
         .into_slice()
         .unwrap();
-    let mut labels_only = s.clone();
+    // Annotations are metadata: no bump, but a new resourceVersion.
+    let mut annotated = s.clone();
+    annotated.meta.annotations = Labels::from_pairs([(keys::ANNOTATION_TRIGGER_TIME, "t")]);
+    let after_annotations = sink.update(&obj(&annotated)).unwrap().into_slice().unwrap();
+    assert_eq!(after_annotations.meta.generation, 1);
+    assert!(rv(&obj(&after_annotations)) > rv(&obj(&s)));
+
+    // The API server bumps an EndpointSlice's generation on a label change too.
+    let mut labels_only = after_annotations.clone();
     labels_only.meta.labels = s.meta.labels.with("team", "a");
-    labels_only.meta.annotations = Labels::from_pairs([(keys::ANNOTATION_TRIGGER_TIME, "t")]);
     let after_labels = sink
         .update(&obj(&labels_only))
         .unwrap()
         .into_slice()
         .unwrap();
-    assert_eq!(after_labels.meta.generation, 1);
+    assert_eq!(after_labels.meta.generation, 2);
     assert_eq!(after_labels.meta.labels, labels_only.meta.labels);
-    assert!(rv(&obj(&after_labels)) > rv(&obj(&s)));
 
     let mut endpoints = after_labels.clone();
     endpoints.endpoints[0].conditions.ready = Some(false);
     let after_ep = sink.update(&obj(&endpoints)).unwrap().into_slice().unwrap();
-    assert_eq!(after_ep.meta.generation, 2);
+    assert_eq!(after_ep.meta.generation, 3);
 
     let mut ports = after_ep.clone();
     ports.ports[0].port = Some(8080);
     let after_ports = sink.update(&obj(&ports)).unwrap().into_slice().unwrap();
-    assert_eq!(after_ports.meta.generation, 3);
+    assert_eq!(after_ports.meta.generation, 4);
     // The client's generation is ignored; server-owned fields are kept.
     let mut forged = after_ports.clone();
     forged.meta.generation = 99;
     forged.meta.creation_timestamp = None;
-    forged.meta.labels = forged.meta.labels.with("k", "v");
+    forged.meta.annotations = forged.meta.annotations.with("k", "v");
     let after_forged = sink.update(&obj(&forged)).unwrap().into_slice().unwrap();
-    assert_eq!(after_forged.meta.generation, 3);
+    assert_eq!(after_forged.meta.generation, 4);
     assert_eq!(after_forged.meta.uid, s.meta.uid);
     assert_eq!(
         after_forged.meta.creation_timestamp,

@@ -85,7 +85,13 @@ pub fn service_from_k8s(svc: &core::Service) -> Result<Service, ConvertError> {
     Ok(Service {
         meta,
         service_type,
-        selector: spec.selector.as_ref().map(crate::model::Labels::from_pairs),
+        // The API server drops an empty selector when it stores a Service (the field is omitted
+        // when empty), so `selector: {}` is a Service without a selector.
+        selector: spec
+            .selector
+            .as_ref()
+            .filter(|s| !s.is_empty())
+            .map(crate::model::Labels::from_pairs),
         cluster_ip,
         ip_families,
         ports,

@@ -139,12 +139,12 @@ fn new_slice(
     }
 }
 
-/// Upstream's placeholder comparison: namespace, labels, owners, address type, ports and endpoints;
-/// name, annotations and the rest of the metadata do not matter.
+/// Upstream's placeholder comparison: namespace, labels, address type, ports and endpoints. Of the
+/// metadata only namespace and labels count, so neither name, annotations nor owner references do: a
+/// placeholder left by an older Service of the same name is kept.
 fn placeholder_equal(a: &EndpointSlice, b: &EndpointSlice) -> bool {
     a.meta.namespace == b.meta.namespace
         && a.meta.labels == b.meta.labels
-        && a.owner_references == b.owner_references
         && a.address_type == b.address_type
         && a.ports == b.ports
         && a.endpoints == b.endpoints
