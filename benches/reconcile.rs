@@ -4,7 +4,7 @@
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
-use sliced::model::{EndpointSlice, Name, Pod};
+use sliced::model::{EndpointSlice, Name, Pod, intern};
 use sliced::reconcile::Options;
 use sliced::reconcile::slices::{SyncInput, reconcile};
 use sliced::reconcile::topology::TopologyCache;
@@ -50,18 +50,24 @@ fn existing_slices(s: &ServiceScenario) -> Vec<EndpointSlice> {
         .flat_map(|t| t.creates)
         .enumerate()
         .map(|(i, mut slice)| {
-            // As read back from the API server: no string storage shared with the pods.
+            // As read back from the API server by the converter: kind, namespace, node and zone
+            // interned, the pod's name and UID in storage of their own.
             let own = |n: &mut Option<Name>| {
                 if let Some(v) = n {
                     *v = Name::new(v);
                 }
             };
+            let interned = |n: &mut Option<Name>| {
+                if let Some(v) = n {
+                    *v = intern(v);
+                }
+            };
             for ep in &mut slice.endpoints {
-                own(&mut ep.node_name);
-                own(&mut ep.zone);
+                interned(&mut ep.node_name);
+                interned(&mut ep.zone);
                 if let Some(t) = &mut ep.target_ref {
-                    own(&mut t.kind);
-                    own(&mut t.namespace);
+                    interned(&mut t.kind);
+                    interned(&mut t.namespace);
                     own(&mut t.name);
                     own(&mut t.uid);
                 }

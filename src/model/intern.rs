@@ -1,25 +1,29 @@
 //! Interned strings: namespaces, names and label keys and values repeat across thousands of objects,
 //! so each distinct string is stored once and shared.
+//!
+//! A `Name` is a thin pointer (8 bytes). Interned names live for the life of the process, so they are
+//! made static: cloning or dropping one touches no reference count. Other names (pod names, UIDs)
+//! are reference counted and freed with their last owner.
 
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::ops::Deref;
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use ahash::RandomState;
+use arcstr::ArcStr;
 use parking_lot::Mutex;
 use std::collections::HashSet;
 
-/// A shared, immutable string. Cloning is a reference-count increment; equality is by content with a
-/// pointer fast path.
+/// A shared, immutable string. Equality is by content with a pointer fast path.
 #[derive(Clone, PartialOrd, Ord)]
-pub struct Name(Arc<str>);
+pub struct Name(ArcStr);
 
 impl Name {
     /// A name that is not interned: for strings that rarely repeat (pod names, UIDs).
     pub fn new(s: &str) -> Self {
-        Name(Arc::from(s))
+        Name(ArcStr::from(s))
     }
 
     pub fn as_str(&self) -> &str {
@@ -29,14 +33,14 @@ impl Name {
 
 impl PartialEq for Name {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || *self.0 == *other.0
+        ArcStr::ptr_eq(&self.0, &other.0) || self.0.as_str() == other.0.as_str()
     }
 }
 impl Eq for Name {}
 
 impl Hash for Name {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.hash(state)
+        self.0.as_str().hash(state)
     }
 }
 
@@ -80,7 +84,7 @@ impl From<&str> for Name {
 const SHARDS: usize = 16;
 
 struct Interner {
-    shards: [Mutex<HashSet<Arc<str>, RandomState>>; SHARDS],
+    shards: [Mutex<HashSet<ArcStr, RandomState>>; SHARDS],
     hasher: RandomState,
 }
 
@@ -98,9 +102,11 @@ pub fn intern(s: &str) -> Name {
     if let Some(existing) = set.get(s) {
         return Name(existing.clone());
     }
-    let arc: Arc<str> = Arc::from(s);
-    set.insert(arc.clone());
-    Name(arc)
+    let name = ArcStr::from(s);
+    // Interned names are never freed: make them static so clones and drops cost nothing.
+    let _: &'static str = name.leak();
+    set.insert(name.clone());
+    Name(name)
 }
 
 #[cfg(test)]
@@ -111,7 +117,9 @@ mod tests {
     fn interned_names_share_storage() {
         let a = intern("kube-system");
         let b = intern(&String::from("kube-system"));
-        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert!(ArcStr::ptr_eq(&a.0, &b.0));
+        assert!(ArcStr::is_static(&a.0));
+        assert!(!ArcStr::is_static(&Name::new("pod-1").0));
         assert_eq!(a, Name::new("kube-system"));
         assert_ne!(a, intern("default"));
     }

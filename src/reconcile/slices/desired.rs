@@ -87,15 +87,10 @@ fn non_empty(n: &Name) -> Option<&Name> {
     (!n.is_empty()).then_some(n)
 }
 
-/// Upstream's endpoint identity: the sorted addresses, the hostname and the target's namespace and
-/// name. Conditions, node, zone and the pod UID are attributes, not identity.
-fn identity_hash(
-    state: &RandomState,
-    addresses: &[Address],
-    hostname: &str,
-    namespace: &str,
-    name: &str,
-) -> u64 {
+/// The hash of an endpoint's identity. Upstream's identity is the sorted addresses, the hostname and
+/// the target's namespace and name; hashing the addresses and the name spreads entries as well, and
+/// equality still checks every part.
+fn identity_hash(state: &RandomState, addresses: &[Address], name: &str) -> u64 {
     let mut h = state.build_hasher();
     if addresses.len() <= 1 {
         addresses.hash(&mut h);
@@ -107,8 +102,6 @@ fn identity_hash(
             a.hash(&mut h);
         }
     }
-    hostname.hash(&mut h);
-    namespace.hash(&mut h);
     name.hash(&mut h);
     h.finish()
 }
@@ -155,11 +148,12 @@ fn is_same_candidate(a: &Candidate, b: &Candidate) -> bool {
 }
 
 /// A set of desired endpoints keyed by identity, that hands out the endpoints not yet placed in the
-/// order they were inserted (pod order), so that placement is deterministic.
+/// order they were inserted (pod order), so that placement is deterministic. The identity table is
+/// built on the first lookup: a service with no slices yet never needs it.
 pub(crate) struct DesiredSet<'a> {
-    candidates: Vec<(u64, Candidate<'a>)>,
+    candidates: Vec<Candidate<'a>>,
     taken: Vec<bool>,
-    table: HashTable<u32>,
+    table: Option<HashTable<(u64, u32)>>,
     state: RandomState,
     remaining: usize,
     cursor: usize,
@@ -170,7 +164,7 @@ impl<'a> DesiredSet<'a> {
         DesiredSet {
             candidates: Vec::with_capacity(n),
             taken: Vec::with_capacity(n),
-            table: HashTable::with_capacity(n),
+            table: None,
             state: identity_hasher(),
             remaining: 0,
             cursor: 0,
@@ -178,29 +172,34 @@ impl<'a> DesiredSet<'a> {
     }
 
     fn insert(&mut self, c: Candidate<'a>) {
-        let hash = identity_hash(
-            &self.state,
-            &c.addresses,
-            c.hostname.map_or("", |h| h.as_str()),
-            &c.pod.meta.namespace,
-            &c.pod.meta.name,
-        );
-        let candidates = &self.candidates;
-        if let Some(&i) = self.table.find(hash, |&i| {
-            let (h, other) = &candidates[i as usize];
-            *h == hash && is_same_candidate(other, &c)
-        }) {
-            // The same identity twice: the later one wins, as in a map.
-            self.candidates[i as usize] = (hash, c);
-            return;
-        }
-        let index = self.candidates.len() as u32;
-        self.candidates.push((hash, c));
+        self.candidates.push(c);
         self.taken.push(false);
-        let candidates = &self.candidates;
-        self.table
-            .insert_unique(hash, index, |&i| candidates[i as usize].0);
         self.remaining += 1;
+    }
+
+    /// Indexes every candidate by identity. Two of one identity: the later wins, as in a map.
+    fn build_table(&mut self) -> HashTable<(u64, u32)> {
+        let mut table: HashTable<(u64, u32)> = HashTable::with_capacity(self.candidates.len());
+        for (i, c) in self.candidates.iter().enumerate() {
+            if self.taken[i] {
+                continue;
+            }
+            let hash = identity_hash(&self.state, &c.addresses, &c.pod.meta.name);
+            let candidates = &self.candidates;
+            match table.find_mut(hash, |&(h, j)| {
+                h == hash && is_same_candidate(&candidates[j as usize], c)
+            }) {
+                Some(slot) => {
+                    self.taken[slot.1 as usize] = true;
+                    self.remaining -= 1;
+                    slot.1 = i as u32;
+                }
+                None => {
+                    table.insert_unique(hash, (hash, i as u32), |&(h, _)| h);
+                }
+            }
+        }
+        table
     }
 
     /// Marks as placed the desired endpoint with the identity of `existing`; returns its index.
@@ -208,30 +207,30 @@ impl<'a> DesiredSet<'a> {
         if self.remaining == 0 {
             return None;
         }
-        let (hostname, namespace, name) = existing_identity(existing);
+        if self.table.is_none() {
+            self.table = Some(self.build_table());
+        }
+        let (_, _, name) = existing_identity(existing);
         let hash = identity_hash(
             &self.state,
             &existing.addresses,
-            hostname.map_or("", |n| n.as_str()),
-            namespace.map_or("", |n| n.as_str()),
             name.map_or("", |n| n.as_str()),
         );
         let candidates = &self.candidates;
-        let entry = self
-            .table
-            .find_entry(hash, |&i| {
-                let (h, c) = &candidates[i as usize];
-                *h == hash && is_same_endpoint(c, existing)
+        let table = self.table.as_mut()?;
+        let entry = table
+            .find_entry(hash, |&(h, i)| {
+                h == hash && is_same_endpoint(&candidates[i as usize], existing)
             })
             .ok()?;
-        let (index, _) = entry.remove();
+        let ((_, index), _) = entry.remove();
         self.remaining -= 1;
         self.taken[index as usize] = true;
         Some(index)
     }
 
     pub(crate) fn get(&self, index: u32) -> &Candidate<'a> {
-        &self.candidates[index as usize].1
+        &self.candidates[index as usize]
     }
 
     /// The next desired endpoint not yet placed, built.
@@ -242,7 +241,7 @@ impl<'a> DesiredSet<'a> {
             if !self.taken[i] {
                 self.taken[i] = true;
                 self.remaining -= 1;
-                return Some(self.candidates[i].1.to_endpoint());
+                return Some(self.candidates[i].to_endpoint());
             }
         }
         None

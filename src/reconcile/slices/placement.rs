@@ -184,6 +184,8 @@ fn shell_of(slice: &EndpointSlice) -> EndpointSlice {
 }
 
 fn fill(slice: &mut EndpointSlice, desired: &mut super::desired::DesiredSet<'_>, max: usize) {
+    let room = max.saturating_sub(slice.endpoints.len()).min(desired.len());
+    slice.endpoints.reserve_exact(room);
     while slice.endpoints.len() < max {
         match desired.pop() {
             Some(ep) => slice.endpoints.push(ep),
