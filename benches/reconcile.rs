@@ -1,7 +1,7 @@
 //! One full reconcile of one service, fresh (no slices yet), unchanged (slices already correct) and
 //! with 1% of its pods changed, at 100 to 50,000 ready pods. Throughput is in pods.
 
-use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
 use sliced::model::{EndpointSlice, Name, Pod, intern};
@@ -109,19 +109,36 @@ fn bench_reconcile(c: &mut Criterion) {
         }
         let changed_refs: Vec<&Pod> = changed_pods.iter().collect();
         group.bench_with_input(BenchmarkId::new("one_percent_changed", n), &n, |b, _| {
-            b.iter_batched(
-                || (),
-                |_| {
-                    let writes = sync(&scenario, &changed_refs, &slice_refs);
-                    assert!(writes > 0);
-                    black_box(writes)
-                },
-                BatchSize::SmallInput,
-            )
+            b.iter(|| {
+                let writes = sync(&scenario, &changed_refs, &slice_refs);
+                assert!(writes > 0);
+                black_box(writes)
+            })
         });
     }
     group.finish();
 }
 
-criterion_group!(benches, bench_reconcile);
+/// 1,000 services of 100 ready pods each, every one reconciled fresh: the shape of a cold start.
+fn bench_many_services(c: &mut Criterion) {
+    let scenarios: Vec<ServiceScenario> = (0..1_000).map(|_| single_service(100)).collect();
+    let pods: Vec<Vec<&Pod>> = scenarios.iter().map(|s| s.pods.iter().collect()).collect();
+    let mut group = c.benchmark_group("reconcile_many");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(100_000));
+    group.bench_function("fresh/1000x100", |b| {
+        b.iter(|| {
+            let writes: usize = scenarios
+                .iter()
+                .zip(&pods)
+                .map(|(s, p)| sync(s, p, &[]))
+                .sum();
+            assert_eq!(writes, 1_000);
+            black_box(writes)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_reconcile, bench_many_services);
 criterion_main!(benches);
