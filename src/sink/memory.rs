@@ -232,12 +232,7 @@ impl Sink for MemorySink {
         st.take_injected(Verb::Update, kind)?;
         let sent = object.meta();
         let key = key_of(object);
-        let Some(current) = st.objects.get(&key) else {
-            return Err(WriteError::NotFound {
-                kind: kind.resource(),
-                name: sent.name.clone(),
-            });
-        };
+        let current = stored(&st.objects, &key, kind, &sent.name)?;
         let cur = current.meta();
         // An empty resourceVersion makes the update unconditional.
         if !sent.resource_version.is_empty() && sent.resource_version != cur.resource_version {
@@ -289,12 +284,7 @@ impl Sink for MemorySink {
         st.take_injected(Verb::Delete, kind)?;
         let sent = object.meta();
         let key = key_of(object);
-        let Some(current) = st.objects.get(&key) else {
-            return Err(WriteError::NotFound {
-                kind: kind.resource(),
-                name: sent.name.clone(),
-            });
-        };
+        let current = stored(&st.objects, &key, kind, &sent.name)?;
         let stored_uid = &current.meta().uid;
         if !sent.uid.is_empty() && sent.uid != *stored_uid {
             return Err(WriteError::uid_precondition(
@@ -405,6 +395,19 @@ impl State {
             name: Name::new(&name),
         })
     }
+}
+
+/// The stored object an update or delete is about, or the API server's NotFound.
+fn stored<'a>(
+    objects: &'a BTreeMap<Key, Object>,
+    key: &Key,
+    kind: Kind,
+    name: &Name,
+) -> Result<&'a Object, WriteError> {
+    objects.get(key).ok_or_else(|| WriteError::NotFound {
+        kind: kind.resource(),
+        name: name.clone(),
+    })
 }
 
 fn key_of(object: &Object) -> Key {
