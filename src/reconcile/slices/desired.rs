@@ -267,6 +267,7 @@ pub(crate) struct PortGroup<'a> {
     pub total: usize,
 }
 
+#[derive(Default)]
 pub(crate) struct Desired<'a> {
     pub groups: Vec<PortGroup<'a>>,
     /// Pods skipped because their node does not exist.

@@ -15,7 +15,7 @@ use crate::model::{
     AddressType, ClusterIp, EndpointPort, EndpointSlice, IpFamily, Labels, Meta, Name, Node,
     OwnerReference, Pod, Service, Timestamp, intern, keys,
 };
-use desired::{PortGroup, desired_endpoints, port_key};
+use desired::{Desired, desired_endpoints, port_key};
 use placement::{SliceLabels, is_reserved_label, place};
 
 pub use desired::{endpoint_ports, pod_has_endpoint};
@@ -178,10 +178,11 @@ fn reconcile_address_type(
         }
     }
 
-    let Some(family) = address_type.family() else {
-        return;
+    // Only IP address types have endpoints to place (and `address_types` yields no other).
+    let mut desired = match address_type.family() {
+        Some(family) => desired_endpoints(service, input.pods, input.nodes, family),
+        None => Desired::default(),
     };
-    let mut desired = desired_endpoints(service, input.pods, input.nodes, family);
     plan.errors.append(&mut desired.errors);
 
     let max = input.options.max_endpoints_per_slice.max(1);
@@ -191,8 +192,7 @@ fn reconcile_address_type(
             .find(|(k, _)| *k == group.key)
             .map(|(_, v)| v.as_slice())
             .unwrap_or(&[]);
-        let PortGroup { ports, .. } = &*group;
-        let ports = ports.clone();
+        let ports = group.ports.clone();
         let make = || new_slice(service, address_type, ports.clone(), &labels.desired);
         let result = place(slices, group, max, labels, &make);
         out.endpoints_added += result.added;
@@ -265,10 +265,16 @@ fn reconcile_address_type(
 /// zone outside the allocation, or no hints where an endpoint has no zone): every sync then rewrites
 /// the slice and wakes every watcher for nothing.
 fn drop_noop_updates(existing: &[&EndpointSlice], out: &mut AddressTypePlan) {
+    if out.updates.is_empty() {
+        return;
+    }
+    let by_name: HashMap<&str, &EndpointSlice, ahash::RandomState> = existing
+        .iter()
+        .map(|s| (s.meta.name.as_str(), *s))
+        .collect();
     out.updates.retain(|update| {
-        !existing.iter().any(|old| {
-            old.meta.name == update.meta.name
-                && old.meta.labels == update.meta.labels
+        !by_name.get(update.meta.name.as_str()).is_some_and(|old| {
+            old.meta.labels == update.meta.labels
                 && old.meta.annotations == update.meta.annotations
                 && old.owner_references == update.owner_references
                 && old.address_type == update.address_type
