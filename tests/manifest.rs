@@ -549,3 +549,14 @@ fn nothing_panics() {
         let _ = load_str("t", &block);
     }
 }
+
+#[test]
+fn zero_or_empty_target_port_defaults_to_the_port() {
+    // As the API server defaults them when it stores the Service.
+    let m = load(
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{name: a, port: 80, targetPort: 0}, {name: b, port: 81, targetPort: \"\"}]}}",
+    );
+    let ports = &m.objects.services[0].ports;
+    assert_eq!(ports[0].target_port, TargetPort::Number(80));
+    assert_eq!(ports[1].target_port, TargetPort::Number(81));
+}

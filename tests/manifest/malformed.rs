@@ -42,10 +42,10 @@ const MALFORMED: &[(&str, &str, &str, &str)] = &[
         "0 is not a valid port number (1-65535)",
     ),
     (
-        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{port: 80, targetPort: 0}]}}",
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{port: 80, targetPort: 65536}]}}",
         "document 2 (Service default/web)",
         "spec.ports[0].targetPort",
-        "0 is not a valid port number (1-65535)",
+        "65536 is not a valid port number (1-65535)",
     ),
     (
         "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{port: 80, targetPort: \"8080\"}]}}",

@@ -112,12 +112,14 @@ fn service_port(i: usize, p: &core::ServicePort) -> Result<ServicePort, ConvertE
     let at = |field: &str| format!("spec.ports[{i}].{field}");
     let number = port(p.port, 1, || at("port"))?;
     let target_port = match &p.target_port {
-        None => TargetPort::Number(number),
+        // The API server defaults an absent, zero or empty targetPort to the port.
+        None | Some(IntOrString::Int(0)) => TargetPort::Number(number),
+        Some(IntOrString::String(s)) if s.is_empty() => TargetPort::Number(number),
         Some(IntOrString::Int(n)) => TargetPort::Number(port(*n, 1, || at("targetPort"))?),
         Some(IntOrString::String(s)) => {
             // The API server accepts only port names with a letter: a quoted number is a mistake,
             // not a name that would never resolve.
-            if s.is_empty() || s.bytes().all(|b| b.is_ascii_digit()) {
+            if s.bytes().all(|b| b.is_ascii_digit()) {
                 return Err(ConvertError::new(
                     at("targetPort"),
                     format!(
