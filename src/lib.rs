@@ -3,9 +3,12 @@
 //! The core (`model`, `reconcile`, `sink`) is pure: no I/O, no kube, no tokio. `kube` is the thin
 //! adapter, the only module that knows Kubernetes API types.
 
+pub mod index;
 pub mod kube;
 pub mod model;
+pub mod queue;
 pub mod reconcile;
 pub mod sim;
 pub mod sink;
 pub mod snapshot;
+pub mod tracker;

@@ -1,0 +1,1 @@
+//! Controller state about earlier writes: the EndpointSlice generation tracker and trigger times.
