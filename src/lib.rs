@@ -3,6 +3,7 @@
 //! The core (`model`, `reconcile`, `sink`) is pure: no I/O, no kube, no tokio. `kube` is the thin
 //! adapter, the only module that knows Kubernetes API types.
 
+pub mod change;
 pub mod index;
 pub mod kube;
 pub mod model;
