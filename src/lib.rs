@@ -9,6 +9,7 @@ pub mod kube;
 pub mod model;
 pub mod queue;
 pub mod reconcile;
+pub mod replay;
 pub mod sim;
 pub mod sink;
 pub mod snapshot;

@@ -54,6 +54,15 @@ impl Manifest {
 pub struct Position {
     pub document: usize,
     pub items: Vec<usize>,
+    /// What `document` counts: documents of a manifest, or steps of an events file.
+    pub unit: Unit,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Unit {
+    #[default]
+    Document,
+    Step,
 }
 
 impl Position {
@@ -63,13 +72,18 @@ impl Position {
         Position {
             document: self.document,
             items,
+            unit: self.unit,
         }
     }
 }
 
 impl fmt::Display for Position {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "document {}", self.document)?;
+        let unit = match self.unit {
+            Unit::Document => "document",
+            Unit::Step => "step",
+        };
+        write!(f, "{unit} {}", self.document)?;
         for item in &self.items {
             write!(f, ", item {item}")?;
         }
@@ -190,10 +204,26 @@ pub fn load_str(source: &str, text: &str) -> Result<Manifest, LoadError> {
     for (document, value) in documents {
         let at = Position {
             document,
-            items: Vec::new(),
+            ..Position::default()
         };
         loader.value(value, &at, None)?;
     }
+    Ok(loader.out)
+}
+
+/// Reads the one object of step `step` (1-based) of an events file, already parsed.
+pub fn load_step_object(source: &str, step: usize, value: Value) -> Result<Manifest, LoadError> {
+    let mut loader = Loader {
+        file: source,
+        out: Manifest::default(),
+        port_lists: HashMap::new(),
+    };
+    let at = Position {
+        document: step,
+        items: Vec::new(),
+        unit: Unit::Step,
+    };
+    loader.value(value, &at, None)?;
     Ok(loader.out)
 }
 
@@ -220,7 +250,7 @@ fn json_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadErr
             file: file.to_owned(),
             at: Position {
                 document: i + 1,
-                items: Vec::new(),
+                ..Position::default()
             },
             format: "JSON",
             message: e.to_string(),
@@ -254,7 +284,7 @@ fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadErr
             file: file.to_owned(),
             at: Position {
                 document: e.location().map_or(1, |l| starts.document_at(l.line())),
-                items: Vec::new(),
+                ..Position::default()
             },
             format: "YAML",
             // The parser's advice names its own options, which mean nothing to our users.

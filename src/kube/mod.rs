@@ -1,4 +1,5 @@
 //! The thin adapter to the Kubernetes API types.
 
 pub mod convert;
+pub mod events;
 pub mod manifest;
