@@ -101,6 +101,30 @@ impl MemorySink {
         Ok(object)
     }
 
+    /// An edit by someone other than the controllers: the object is created, or updated without
+    /// preconditions if it exists, and nothing is logged as a write. Returns the stored object.
+    pub fn apply_external(&self, object: Object) -> Result<Object, WriteError> {
+        let mut st = self.state.lock();
+        if st.objects.contains_key(&key_of(&object)) {
+            let mut sent = object;
+            let meta = sent.meta_mut();
+            meta.resource_version = Name::default();
+            meta.uid = Name::default();
+            return st.update(&sent);
+        }
+        drop(st);
+        let mut object = object;
+        object.meta_mut().resource_version = Name::default();
+        self.insert_existing(object)
+    }
+
+    /// Removes an object without logging a write: a deletion by someone else, or by the garbage
+    /// collector. Returns the removed object.
+    pub fn remove_external(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object> {
+        let key = (kind, Name::new(namespace), Name::new(name));
+        self.state.lock().objects.remove(&key)
+    }
+
     /// Marks a namespace as terminating (or not): creates into it then fail with
     /// `WriteError::NamespaceTerminating`; updates and deletes still work.
     pub fn set_namespace_terminating(&self, namespace: &str, terminating: bool) {
@@ -228,8 +252,44 @@ impl Sink for MemorySink {
 
     fn update(&self, object: &Object) -> Result<Object, WriteError> {
         let mut st = self.state.lock();
+        st.take_injected(Verb::Update, object.kind())?;
+        let stored = st.update(object)?;
+        st.log.push(WriteRecord {
+            verb: Verb::Update,
+            sent: object.clone(),
+            stored: Some(stored.clone()),
+        });
+        Ok(stored)
+    }
+
+    fn delete(&self, object: &Object) -> Result<(), WriteError> {
+        let mut st = self.state.lock();
         let kind = object.kind();
-        st.take_injected(Verb::Update, kind)?;
+        st.take_injected(Verb::Delete, kind)?;
+        let sent = object.meta();
+        let key = key_of(object);
+        let current = stored(&st.objects, &key, kind, &sent.name)?;
+        let stored_uid = &current.meta().uid;
+        if !sent.uid.is_empty() && sent.uid != *stored_uid {
+            return Err(WriteError::uid_precondition(
+                kind, &sent.name, &sent.uid, stored_uid,
+            ));
+        }
+        st.objects.remove(&key);
+        st.log.push(WriteRecord {
+            verb: Verb::Delete,
+            sent: object.clone(),
+            stored: None,
+        });
+        Ok(())
+    }
+}
+
+impl State {
+    /// An update as the API server applies it: preconditions, immutable fields, generation.
+    fn update(&mut self, object: &Object) -> Result<Object, WriteError> {
+        let st = self;
+        let kind = object.kind();
         let sent = object.meta();
         let key = key_of(object);
         let current = stored(&st.objects, &key, kind, &sent.name)?;
@@ -270,38 +330,9 @@ impl Sink for MemorySink {
             stored.meta_mut().resource_version = st.next_rv();
             st.objects.insert(key, stored.clone());
         }
-        st.log.push(WriteRecord {
-            verb: Verb::Update,
-            sent: object.clone(),
-            stored: Some(stored.clone()),
-        });
         Ok(stored)
     }
 
-    fn delete(&self, object: &Object) -> Result<(), WriteError> {
-        let mut st = self.state.lock();
-        let kind = object.kind();
-        st.take_injected(Verb::Delete, kind)?;
-        let sent = object.meta();
-        let key = key_of(object);
-        let current = stored(&st.objects, &key, kind, &sent.name)?;
-        let stored_uid = &current.meta().uid;
-        if !sent.uid.is_empty() && sent.uid != *stored_uid {
-            return Err(WriteError::uid_precondition(
-                kind, &sent.name, &sent.uid, stored_uid,
-            ));
-        }
-        st.objects.remove(&key);
-        st.log.push(WriteRecord {
-            verb: Verb::Delete,
-            sent: object.clone(),
-            stored: None,
-        });
-        Ok(())
-    }
-}
-
-impl State {
     /// Consumes one injected failure for this verb and kind, if any.
     fn take_injected(&mut self, verb: Verb, kind: Kind) -> Result<(), WriteError> {
         let Some(pos) = self
