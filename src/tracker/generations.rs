@@ -1,0 +1,191 @@
+//! The EndpointSlice generation tracker: what the controller expects the informer cache to show
+//! for each slice it wrote or deleted.
+//!
+//! Writes record the generation from the API server's response; deletes record that the slice is
+//! expected to disappear. A sync compares the listed slices against these expectations and backs
+//! off while the cache is behind, instead of acting on old data and writing duplicates.
+
+use std::collections::{HashMap, HashSet};
+
+use ahash::RandomState;
+use dashmap::DashMap;
+
+use super::{ServiceId, tracked_service};
+use crate::model::{EndpointSlice, Name};
+
+/// What the tracker expects of one slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// The controller last saw this generation in a create or update response.
+    Generation(i64),
+    /// The controller deleted the slice; the cache should stop listing it.
+    Deletion,
+}
+
+impl Expectation {
+    /// The generation a listed slice must exceed to be news: upstream stores a deletion as -1.
+    fn floor(self) -> i64 {
+        match self {
+            Expectation::Generation(g) => g,
+            Expectation::Deletion => -1,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct ServiceSlices {
+    /// Slice UID → expectation.
+    slices: HashMap<Name, Expectation, RandomState>,
+    /// The Service UID last seen by [`EndpointSliceTracker::stale_slices_for_uid`].
+    service_uid: Option<Name>,
+}
+
+/// Expected slice generations by service. Thread-safe: every method takes `&self`, and each
+/// operation is atomic for its service.
+///
+/// A slice is filed under its namespace and `kubernetes.io/service-name` label (the empty name when
+/// the label is missing), and identified by its UID.
+#[derive(Debug, Default)]
+pub struct EndpointSliceTracker {
+    services: DashMap<ServiceId, ServiceSlices, RandomState>,
+}
+
+impl EndpointSliceTracker {
+    pub fn new() -> Self {
+        EndpointSliceTracker::default()
+    }
+
+    /// Records the slice's generation. Call with the API server's response to every successful
+    /// create or update.
+    pub fn update(&self, slice: &EndpointSlice) {
+        self.set(slice, Expectation::Generation(slice.meta.generation));
+    }
+
+    /// Records that the slice is expected to be deleted. Call after every successful delete.
+    pub fn expect_deletion(&self, slice: &EndpointSlice) {
+        self.set(slice, Expectation::Deletion);
+    }
+
+    fn set(&self, slice: &EndpointSlice, expectation: Expectation) {
+        self.services
+            .entry(tracked_service(slice))
+            .or_default()
+            .slices
+            .insert(slice.meta.uid.clone(), expectation);
+    }
+
+    /// What is tracked for the slice's UID under its service, if anything.
+    pub fn expected(&self, slice: &EndpointSlice) -> Option<Expectation> {
+        self.services
+            .view(&tracked_service(slice), |_, s| {
+                s.slices.get(slice.meta.uid.as_str()).copied()
+            })
+            .flatten()
+    }
+
+    /// The slice's UID is tracked (with a generation or an expected deletion).
+    pub fn has(&self, slice: &EndpointSlice) -> bool {
+        self.expected(slice).is_some()
+    }
+
+    /// The slice is news to the controller: its service or its UID is not tracked, or its
+    /// generation is newer than the tracked one. A slice expected to be deleted counts as news.
+    pub fn should_sync(&self, slice: &EndpointSlice) -> bool {
+        match self.expected(slice) {
+            None => true,
+            Some(e) => slice.meta.generation > e.floor(),
+        }
+    }
+
+    /// True when the listed slices of a service (already stripped of those with a deletion
+    /// timestamp) lag behind the controller's own writes:
+    /// - a listed slice is expected to be deleted, or is tracked with a newer generation; or
+    /// - a tracked slice that is not expected to be deleted is missing from the list.
+    pub fn stale_slices(&self, namespace: &Name, name: &Name, slices: &[&EndpointSlice]) -> bool {
+        let id = ServiceId::new(namespace.clone(), name.clone());
+        self.services
+            .view(&id, |_, s| lags_behind(&s.slices, slices))
+            .unwrap_or(false)
+    }
+
+    /// [`stale_slices`](Self::stale_slices), first dropping the service's expectations when its UID
+    /// differs from the one seen last time: writes for a deleted Service say nothing about the
+    /// cache of its same-named successor. An empty UID on either side never triggers the reset.
+    ///
+    /// This is newer upstream behaviour (kubernetes PR #141593) than the reference's basis.
+    pub fn stale_slices_for_uid(
+        &self,
+        namespace: &Name,
+        name: &Name,
+        service_uid: &Name,
+        slices: &[&EndpointSlice],
+    ) -> bool {
+        let id = ServiceId::new(namespace.clone(), name.clone());
+        let mut entry = self.services.entry(id).or_default();
+        let state = entry.value_mut();
+        if let Some(seen) = &state.service_uid
+            && !seen.is_empty()
+            && !service_uid.is_empty()
+            && seen != service_uid
+        {
+            state.slices.clear();
+        }
+        state.service_uid = Some(service_uid.clone());
+        lags_behind(&state.slices, slices)
+    }
+
+    /// Forgets the slice's UID. Returns true when the deletion was expected: the UID was tracked
+    /// as to be deleted, or was not tracked at all.
+    pub fn handle_deletion(&self, slice: &EndpointSlice) -> bool {
+        !matches!(self.take(slice), Some(Expectation::Generation(_)))
+    }
+
+    /// Atomic `has` then `handle_deletion`: `None` when the UID is not tracked (nothing changes),
+    /// else forgets it and returns whether its deletion was expected.
+    pub fn handle_deletion_if_tracked(&self, slice: &EndpointSlice) -> Option<bool> {
+        self.take(slice).map(|e| e == Expectation::Deletion)
+    }
+
+    fn take(&self, slice: &EndpointSlice) -> Option<Expectation> {
+        self.services
+            .get_mut(&tracked_service(slice))
+            .and_then(|mut s| s.slices.remove(slice.meta.uid.as_str()))
+    }
+
+    /// Drops everything tracked for the service.
+    pub fn delete_service(&self, namespace: &Name, name: &Name) {
+        self.services
+            .remove(&ServiceId::new(namespace.clone(), name.clone()));
+    }
+
+    /// The number of services with tracked state.
+    pub fn len(&self) -> usize {
+        self.services.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.services.is_empty()
+    }
+}
+
+fn lags_behind(
+    tracked: &HashMap<Name, Expectation, RandomState>,
+    listed: &[&EndpointSlice],
+) -> bool {
+    if tracked.is_empty() {
+        return false;
+    }
+    let mut seen: HashSet<&str, RandomState> =
+        HashSet::with_capacity_and_hasher(listed.len(), RandomState::new());
+    for slice in listed {
+        seen.insert(slice.meta.uid.as_str());
+        match tracked.get(slice.meta.uid.as_str()) {
+            Some(Expectation::Deletion) => return true,
+            Some(Expectation::Generation(g)) if *g > slice.meta.generation => return true,
+            _ => {}
+        }
+    }
+    tracked
+        .iter()
+        .any(|(uid, e)| *e != Expectation::Deletion && !seen.contains(uid.as_str()))
+}

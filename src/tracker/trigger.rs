@@ -1,0 +1,113 @@
+//! The last-change trigger time: when the change that a sync publishes happened.
+//!
+//! Per service, the tracker keeps the trigger times it saw at the previous sync: the Service's
+//! creation time and each pod's Ready transition time. A sync reports the earliest of the times
+//! that moved since then. Several changes of one object between two syncs make the value an
+//! approximation, a limit upstream accepts too.
+
+use std::collections::HashMap;
+
+use ahash::RandomState;
+use dashmap::DashMap;
+
+use super::ServiceId;
+use crate::model::{Name, Pod, Service, Timestamp};
+
+#[derive(Debug, Default)]
+struct TriggerState {
+    service: Option<Timestamp>,
+    pods: HashMap<Name, Timestamp, RandomState>,
+}
+
+/// Trigger times by service. Thread-safe; concurrent calls of [`compute`](Self::compute) for the
+/// same service are not supported (a work queue never runs one key twice at once).
+#[derive(Debug, Default)]
+pub struct TriggerTimeTracker {
+    services: DashMap<ServiceId, TriggerState, RandomState>,
+}
+
+impl TriggerTimeTracker {
+    pub fn new() -> Self {
+        TriggerTimeTracker::default()
+    }
+
+    /// The trigger time to publish for this sync of the service, `None` meaning "no annotation",
+    /// and the service's new state.
+    ///
+    /// - The first call for a service returns its creation timestamp.
+    /// - Later calls return the earliest pod Ready transition later than the one stored for that
+    ///   pod (a pod not stored counts as changed), together with the creation timestamp if it
+    ///   moved. When nothing moved, `None`: a spec change of the Service is not measurable.
+    ///
+    /// The stored state is replaced by this call's: pods not in `pods` are forgotten, and pods
+    /// without a Ready transition time are not stored.
+    pub fn compute(
+        &self,
+        namespace: &Name,
+        name: &Name,
+        service: &Service,
+        pods: &[&Pod],
+    ) -> Option<Timestamp> {
+        let id = ServiceId::new(namespace.clone(), name.clone());
+        // Taken out and put back: no lock is held while the pods are walked.
+        let previous = self.services.remove(&id).map(|(_, state)| state);
+
+        let mut earliest_change: Option<Timestamp> = None;
+        let mut note = |t: Timestamp| {
+            earliest_change = Some(earliest_change.map_or(t, |e| e.min(t)));
+        };
+
+        let mut pod_times: HashMap<Name, Timestamp, RandomState> =
+            HashMap::with_capacity_and_hasher(pods.len(), RandomState::new());
+        for pod in pods {
+            let Some(t) = pod.ready_transition else {
+                continue;
+            };
+            pod_times.insert(pod.meta.name.clone(), t);
+            let before = previous
+                .as_ref()
+                .and_then(|p| p.pods.get(pod.meta.name.as_str()));
+            if before.is_none_or(|b| t > *b) {
+                note(t);
+            }
+        }
+
+        let service_time = service.meta.creation_timestamp;
+        if let Some(t) = service_time
+            && previous
+                .as_ref()
+                .and_then(|p| p.service)
+                .is_none_or(|b| t > b)
+        {
+            note(t);
+        }
+
+        self.services.insert(
+            id,
+            TriggerState {
+                service: service_time,
+                pods: pod_times,
+            },
+        );
+
+        match previous {
+            None => service_time,
+            Some(_) => earliest_change,
+        }
+    }
+
+    /// Drops the service's state; its next computation is a first one.
+    pub fn delete_service(&self, namespace: &Name, name: &Name) {
+        self.services
+            .remove(&ServiceId::new(namespace.clone(), name.clone()));
+    }
+
+    /// The number of services with state.
+    pub fn len(&self) -> usize {
+        self.services.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.services.is_empty()
+    }
+}
