@@ -1,1 +1,0 @@
-//! The work queue.
