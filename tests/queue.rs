@@ -78,32 +78,37 @@ fn batch_window_collapses_events_into_one_sync() {
 }
 
 #[test]
-fn add_after_zero_is_add_and_ready_key_is_left_alone() {
+fn add_after_zero_is_add_and_a_ready_key_still_gets_its_timer() {
     let (q, clock) = queue();
     q.add_after("a", Duration::ZERO);
     assert_eq!(q.len(), 1);
     assert_eq!(q.delayed_len(), 0);
-    // Already ready: nothing changes, no timer.
+    // Already ready: not queued twice, but its timer is kept and fires later (client-go's
+    // waiting list does not look at the queue).
     q.add_after("a", S);
-    assert_eq!(q.delayed_len(), 0);
-    assert_eq!(q.next_ready_at(), None);
+    assert_eq!(q.len(), 1);
+    assert_eq!(q.next_ready_at(), Some(S));
     assert_eq!(q.pop_ready(10), ["a"]);
     q.done(&"a");
-    clock.advance(2 * S);
-    assert!(q.pop_ready(10).is_empty());
+    clock.advance(S);
+    assert_eq!(q.pop_ready(10), ["a"]);
+    q.done(&"a");
+    assert!(q.is_idle());
 }
 
 #[test]
-fn add_cancels_a_pending_timer() {
+fn add_does_not_cancel_a_pending_timer() {
     let (q, clock) = queue();
     q.add_after("a", 5 * S);
     q.add("a");
-    assert_eq!((q.len(), q.delayed_len()), (1, 0));
-    assert_eq!(q.next_ready_at(), None);
+    assert_eq!((q.len(), q.delayed_len()), (1, 1));
+    assert_eq!(q.next_ready_at(), Some(5 * S));
     assert_eq!(q.pop_ready(10), ["a"]);
     q.done(&"a");
-    clock.advance(10 * S);
-    assert!(q.pop_ready(10).is_empty());
+    // The timer fires as set: a second sync, as upstream's delaying queue does.
+    clock.advance(5 * S);
+    assert_eq!(q.pop_ready(10), ["a"]);
+    q.done(&"a");
     assert!(q.is_idle());
 }
 
@@ -149,10 +154,14 @@ fn add_after_while_processing_keeps_the_requested_time() {
     q.done(&"k");
     assert_eq!(q.pop_ready(10), ["k"]);
 
-    // An add while processing beats a pending timer.
+    // An add while processing queues it at done; a pending timer still fires later.
     q.add_after("k", 100 * S);
     q.add("k");
     q.done(&"k");
+    assert_eq!(q.pop_ready(10), ["k"]);
+    q.done(&"k");
+    assert!(!q.is_idle());
+    clock.set(110 * S);
     assert_eq!(q.pop_ready(10), ["k"]);
     q.done(&"k");
     assert!(q.is_idle());
@@ -189,15 +198,22 @@ fn next_ready_at_tracks_the_earliest_live_timer() {
     q.add_after("b", 3 * S);
     assert_eq!(q.next_ready_at(), Some(3 * S));
     q.add("b");
-    assert_eq!(q.next_ready_at(), Some(5 * S));
-    // The simulator's loop: jump to the next timer, pop, done.
+    // b is ready now and its timer still stands.
+    assert_eq!(q.next_ready_at(), Some(3 * S));
+    // The simulator's loop: sync what is ready, then jump to the next timer.
     let mut popped = Vec::new();
-    popped.extend(q.pop_ready(10));
-    while let Some(at) = q.next_ready_at() {
-        clock.set(at);
-        popped.extend(q.pop_ready(10));
+    loop {
+        let keys = q.pop_ready(10);
+        for k in &keys {
+            q.done(k);
+        }
+        popped.extend(keys);
+        match q.next_ready_at() {
+            Some(at) => clock.set(at),
+            None => break,
+        }
     }
-    assert_eq!(popped, ["b", "a"]);
+    assert_eq!(popped, ["b", "b", "a"]);
     assert_eq!(clock.now(), 5 * S);
 }
 

@@ -5,11 +5,10 @@
 //! - a key waiting for a timer keeps the **earlier** of its ready times;
 //! - a key already ready is not duplicated;
 //! - a key being processed is never handed out again before `done`; if added meanwhile, it goes back
-//!   to the queue (or to its timer) at `done`.
-//!
-//! One deliberate difference: `add` on a key that waits for a timer cancels the timer, where
-//! client-go would sync the key now and again when the timer fires. The sync that follows reads the
-//! latest state, so the second one could only repeat it.
+//!   to the queue at `done`;
+//! - a key's timer is independent of whether it is queued: `add` does not cancel it, and a timer set
+//!   on a queued key still fires and queues it again later. Replayed traces count syncs exactly as
+//!   upstream would.
 //!
 //! Time comes from a [`Clock`], so tests and the simulator run in virtual time and never sleep.
 //! All state sits behind one mutex: every operation is O(1) (hash map and FIFO) or O(log n) (the timer

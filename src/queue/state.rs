@@ -22,38 +22,35 @@ pub(super) struct Timed {
     pub(super) seq: u64,
 }
 
+/// Where a key is in the queue proper. Its timer (see `Slot::timer`) is independent, as in
+/// client-go, where the waiting list and the queue are separate: `add` does not cancel a timer, and
+/// a timer set on a queued key still fires later and queues it again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum State {
-    /// Known only for its failure count.
+    /// Not queued.
     Idle,
     /// In the FIFO.
     Ready,
-    /// Waiting for a timer.
-    Delayed(Timed),
-    /// Handed out and not yet done; what to do with it when done.
-    Processing(Pending),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Pending {
-    Nothing,
-    Ready,
-    Delayed(Timed),
+    /// Handed out and not yet done; `requeue` when it was added meanwhile.
+    Processing { requeue: bool },
 }
 
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Slot {
     pub(super) state: State,
+    /// The pending `add_after`, if any.
+    pub(super) timer: Option<Timed>,
     /// Rate-limited requeues since the last `forget`.
     pub(super) failures: u32,
 }
 
 impl Slot {
     fn timer(&self) -> Option<Timed> {
-        match self.state {
-            State::Delayed(t) | State::Processing(Pending::Delayed(t)) => Some(t),
-            _ => None,
-        }
+        self.timer
+    }
+
+    fn releasable(&self) -> bool {
+        self.state == State::Idle && self.timer.is_none() && self.failures == 0
     }
 }
 
@@ -98,7 +95,7 @@ pub(super) struct Inner<K> {
     slots: AHashMap<K, Slot>,
     ready: VecDeque<K>,
     timers: BinaryHeap<Timer<K>>,
-    /// Live timers: keys in `Delayed` or `Processing(Pending::Delayed)`.
+    /// Live timers: slots with a timer.
     delayed: usize,
     processing: usize,
     next_seq: u64,
@@ -141,66 +138,44 @@ impl<K: Clone + Eq + Hash> Inner<K> {
 
     /// Makes `key` ready now. Returns whether it entered the FIFO (so a waiting pop should wake).
     pub(super) fn add(&mut self, key: K) -> bool {
-        let Some(slot) = self.slots.get_mut(&key) else {
-            self.slots.insert(key.clone(), slot(State::Ready));
-            self.ready.push_back(key);
-            self.counters.adds += 1;
-            return true;
-        };
-        let queued = match slot.state {
-            State::Ready | State::Processing(Pending::Ready) => return false,
-            State::Idle => true,
-            // The sync that follows now also covers whatever the timer was for.
-            State::Delayed(_) => {
-                self.delayed -= 1;
-                true
-            }
-            State::Processing(Pending::Nothing) => false,
-            State::Processing(Pending::Delayed(_)) => {
-                self.delayed -= 1;
+        let slot = self.slots.entry(key.clone()).or_insert(Slot {
+            state: State::Idle,
+            timer: None,
+            failures: 0,
+        });
+        match slot.state {
+            State::Ready | State::Processing { requeue: true } => false,
+            // Counted only when the key becomes dirty, as client-go's adds metric is.
+            State::Processing { requeue: false } => {
+                slot.state = State::Processing { requeue: true };
+                self.counters.adds += 1;
                 false
             }
-        };
-        self.counters.adds += 1;
-        if queued {
-            slot.state = State::Ready;
-            self.ready.push_back(key);
-        } else {
-            slot.state = State::Processing(Pending::Ready);
+            State::Idle => {
+                slot.state = State::Ready;
+                self.ready.push_back(key);
+                self.counters.adds += 1;
+                true
+            }
         }
-        self.maybe_compact();
-        queued
     }
 
-    /// Makes `key` ready at `at`, unless it is ready already or waiting for an earlier time.
-    /// Returns whether its timer is now the earliest (so a waiting pop should recompute its wait).
+    /// Sets `key`'s timer to `at`, unless it already waits for an earlier time. Whether the key is
+    /// queued does not matter: the timer fires all the same. Returns whether its timer is now the
+    /// earliest (so a waiting pop should recompute its wait).
     pub(super) fn add_at(&mut self, key: K, at: Duration) -> bool {
         let seq = self.next_seq;
-        let timed = Timed { at, seq };
-        match self.slots.get_mut(&key) {
-            None => {
-                self.slots.insert(key.clone(), slot(State::Delayed(timed)));
-                self.delayed += 1;
-            }
-            Some(slot) => match slot.state {
-                State::Ready | State::Processing(Pending::Ready) => return false,
-                State::Delayed(old) | State::Processing(Pending::Delayed(old)) if old.at <= at => {
-                    return false;
-                }
-                State::Delayed(_) => slot.state = State::Delayed(timed),
-                State::Processing(Pending::Delayed(_)) => {
-                    slot.state = State::Processing(Pending::Delayed(timed));
-                }
-                State::Idle => {
-                    slot.state = State::Delayed(timed);
-                    self.delayed += 1;
-                }
-                State::Processing(Pending::Nothing) => {
-                    slot.state = State::Processing(Pending::Delayed(timed));
-                    self.delayed += 1;
-                }
-            },
+        let slot = self.slots.entry(key.clone()).or_insert(Slot {
+            state: State::Idle,
+            timer: None,
+            failures: 0,
+        });
+        match slot.timer {
+            Some(old) if old.at <= at => return false,
+            Some(_) => {}
+            None => self.delayed += 1,
         }
+        slot.timer = Some(Timed { at, seq });
         self.next_seq += 1;
         self.timers.push(Timer { at, seq, key });
         let earliest = self.timers.peek().is_some_and(|t| t.seq == seq);
@@ -225,14 +200,9 @@ impl<K: Clone + Eq + Hash> Inner<K> {
             if slot.timer().map(|t| t.seq) != Some(timer.seq) {
                 continue;
             }
+            slot.timer = None;
             self.delayed -= 1;
-            self.counters.adds += 1;
-            if let State::Processing(_) = slot.state {
-                slot.state = State::Processing(Pending::Ready);
-            } else {
-                slot.state = State::Ready;
-                self.ready.push_back(timer.key);
-            }
+            self.add(timer.key);
         }
     }
 
@@ -258,7 +228,7 @@ impl<K: Clone + Eq + Hash> Inner<K> {
         let mut out = Vec::with_capacity(n);
         for key in self.ready.drain(..n) {
             if let Some(slot) = self.slots.get_mut(&key) {
-                slot.state = State::Processing(Pending::Nothing);
+                slot.state = State::Processing { requeue: false };
             }
             out.push(key);
         }
@@ -270,30 +240,20 @@ impl<K: Clone + Eq + Hash> Inner<K> {
     /// back into the FIFO.
     pub(super) fn done(&mut self, key: &K) -> Option<bool> {
         let slot = self.slots.get_mut(key)?;
-        let State::Processing(pending) = slot.state else {
+        let State::Processing { requeue } = slot.state else {
             return None;
         };
         self.processing -= 1;
-        let queued = match pending {
-            Pending::Nothing => {
-                slot.state = State::Idle;
-                if slot.failures == 0 {
-                    self.slots.remove(key);
-                }
-                false
+        if requeue {
+            slot.state = State::Ready;
+            self.ready.push_back(key.clone());
+        } else {
+            slot.state = State::Idle;
+            if slot.releasable() {
+                self.slots.remove(key);
             }
-            Pending::Ready => {
-                slot.state = State::Ready;
-                self.ready.push_back(key.clone());
-                true
-            }
-            // The timer stays live and keeps the requested time.
-            Pending::Delayed(t) => {
-                slot.state = State::Delayed(t);
-                false
-            }
-        };
-        Some(queued)
+        }
+        Some(requeue)
     }
 
     /// Returns the failure count before this failure and counts this one.
@@ -307,6 +267,7 @@ impl<K: Clone + Eq + Hash> Inner<K> {
             key.clone(),
             Slot {
                 state: State::Idle,
+                timer: None,
                 failures: 1,
             },
         );
@@ -320,7 +281,7 @@ impl<K: Clone + Eq + Hash> Inner<K> {
     pub(super) fn forget(&mut self, key: &K) {
         if let Some(slot) = self.slots.get_mut(key) {
             slot.failures = 0;
-            if slot.state == State::Idle {
+            if slot.releasable() {
                 self.slots.remove(key);
             }
         }
@@ -348,10 +309,6 @@ impl<K: Clone + Eq + Hash> Inner<K> {
     }
 }
 
-fn slot(state: State) -> Slot {
-    Slot { state, failures: 0 }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,15 +324,17 @@ mod tests {
         }
         assert_eq!(q.delayed_len(), 1000);
         assert!(q.heap_len() <= 2 * 1000 + 1, "heap {}", q.heap_len());
-        // Adds cancel timers; the heap shrinks on a later compaction or as stale tops are popped.
+        // Adds do not cancel timers (as in client-go): each key is ready now and its timer stays.
         for k in 0..1000u32 {
             q.add(k);
         }
-        assert_eq!(q.delayed_len(), 0);
-        assert_eq!(q.next_ready_at(), None);
-        assert_eq!(q.heap_len(), 0);
-        q.promote(Duration::from_secs(1000));
         assert_eq!(q.ready_len(), 1000);
+        assert_eq!(q.delayed_len(), 1000);
+        assert_eq!(q.next_ready_at(), Some(Duration::from_secs(91)));
+        q.promote(Duration::from_secs(1000));
+        assert_eq!(q.delayed_len(), 0);
+        assert_eq!(q.ready_len(), 1000);
+        assert_eq!(q.heap_len(), 0);
     }
 
     #[test]
