@@ -1,0 +1,334 @@
+//! Everything the index knows about one namespace, kept consistent under one lock: its pods and
+//! services, the selector cache, pods by label pair, and each service's member pods.
+//!
+//! Selectors never reach across namespaces, so a namespace is the natural unit of consistency: a
+//! pod or service event changes one namespace only, and every change here is made in full before
+//! the lock is released.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::selector::SelectorCache;
+use super::set::{Map, NameSet, Pair};
+use crate::model::{Labels, Name, Pod, Service};
+
+#[derive(Debug)]
+struct ServiceEntry {
+    service: Arc<Service>,
+    /// The pods the selector matches, in name order. Empty when there is no selector.
+    members: BTreeMap<Name, Arc<Pod>>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Namespace {
+    pods: Map<Name, Arc<Pod>>,
+    services: Map<Name, ServiceEntry>,
+    selectors: SelectorCache,
+    /// The inverted pod label index: which pods carry each pair.
+    pods_by_pair: Map<Pair, NameSet>,
+}
+
+/// The names of matched services: one or two for almost every pod.
+type Matched = SmallVec<[Name; 4]>;
+
+impl Namespace {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pods.is_empty() && self.services.is_empty()
+    }
+
+    pub(crate) fn pod(&self, name: &str) -> Option<&Arc<Pod>> {
+        self.pods.get(name)
+    }
+
+    pub(crate) fn pod_names(&self) -> Vec<Name> {
+        self.pods.keys().cloned().collect()
+    }
+
+    pub(crate) fn service(&self, name: &str) -> Option<&Arc<Service>> {
+        self.services.get(name).map(|e| &e.service)
+    }
+
+    pub(crate) fn service_names(&self) -> Vec<Name> {
+        self.services.keys().cloned().collect()
+    }
+
+    /// The member pods of the service called `name`, in name order.
+    pub(crate) fn members(&self, name: &str) -> Vec<Arc<Pod>> {
+        self.services
+            .get(name)
+            .map(|e| e.members.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn member_count(&self, name: &str) -> usize {
+        self.services.get(name).map_or(0, |e| e.members.len())
+    }
+
+    /// Calls `f` for each service whose selector matches `labels`, each once, in no set order.
+    pub(crate) fn for_each_match(&self, labels: &Labels, f: impl FnMut(&Arc<Service>)) {
+        self.selectors.for_each_match(labels, f);
+    }
+
+    fn matched(&self, labels: &Labels) -> Matched {
+        let mut out = Matched::new();
+        self.for_each_match(labels, |s| out.push(s.meta.name.clone()));
+        out
+    }
+
+    /// Stores `pod` and updates the label index and the member sets of the services it joins,
+    /// leaves or stays in. Returns the previous version and the stored one.
+    pub(crate) fn apply_pod(&mut self, mut pod: Arc<Pod>) -> (Option<Arc<Pod>>, Arc<Pod>) {
+        let old = self.pods.get(pod.meta.name.as_str()).cloned();
+        let name = match &old {
+            Some(old) => {
+                // Share the stored name: the sets below hold it already, and a converted update
+                // brings its own copy of the string.
+                if let Some(p) = Arc::get_mut(&mut pod) {
+                    p.meta.name = old.meta.name.clone();
+                }
+                old.meta.name.clone()
+            }
+            None => pod.meta.name.clone(),
+        };
+        self.pods.insert(name.clone(), pod.clone());
+
+        match &old {
+            None => {
+                for (k, v) in pod.meta.labels.iter() {
+                    self.pods_by_pair
+                        .entry((k.clone(), v.clone()))
+                        .or_default()
+                        .insert(name.clone());
+                }
+                self.join(&name, &pod, &self.matched(&pod.meta.labels));
+            }
+            // The commonest update, a status change: same services, new version.
+            Some(old) if old.meta.labels == pod.meta.labels => {
+                self.join(&name, &pod, &self.matched(&pod.meta.labels));
+            }
+            Some(old) => {
+                let (before, after) = (&old.meta.labels, &pod.meta.labels);
+                for (k, v) in before.iter().filter(|(k, v)| after.get(k) != Some(v)) {
+                    self.unindex_pair(k, v, &name);
+                }
+                for (k, v) in after.iter().filter(|(k, v)| before.get(k) != Some(v)) {
+                    self.pods_by_pair
+                        .entry((k.clone(), v.clone()))
+                        .or_default()
+                        .insert(name.clone());
+                }
+                let left = self.matched(before);
+                let joined = self.matched(after);
+                for service in left.iter().filter(|s| !joined.contains(s)) {
+                    if let Some(entry) = self.services.get_mut(service) {
+                        entry.members.remove(&name);
+                    }
+                }
+                self.join(&name, &pod, &joined);
+            }
+        }
+        (old, pod)
+    }
+
+    /// Inserts or refreshes `pod` in the member sets of `services`.
+    fn join(&mut self, name: &Name, pod: &Arc<Pod>, services: &Matched) {
+        for service in services {
+            if let Some(entry) = self.services.get_mut(service) {
+                entry.members.insert(name.clone(), pod.clone());
+            }
+        }
+    }
+
+    fn unindex_pair(&mut self, key: &Name, value: &Name, pod: &Name) {
+        let pair = (key.clone(), value.clone());
+        if let Some(set) = self.pods_by_pair.get_mut(&pair) {
+            set.remove(pod);
+            if set.is_empty() {
+                self.pods_by_pair.remove(&pair);
+            }
+        }
+    }
+
+    pub(crate) fn delete_pod(&mut self, name: &str) -> Option<Arc<Pod>> {
+        let old = self.pods.remove(name)?;
+        let name = &old.meta.name;
+        for (k, v) in old.meta.labels.iter() {
+            self.unindex_pair(k, v, name);
+        }
+        for service in self.matched(&old.meta.labels) {
+            if let Some(entry) = self.services.get_mut(&service) {
+                entry.members.remove(name);
+            }
+        }
+        Some(old)
+    }
+
+    /// Stores `service`, re-files it in the selector cache and, when its selector is new or changed,
+    /// computes its members from the pod label index. Returns the previous version.
+    pub(crate) fn apply_service(&mut self, service: Arc<Service>) -> Option<Arc<Service>> {
+        self.selectors.insert(&service);
+        let name = service.meta.name.as_str();
+        if let Some(entry) = self.services.get_mut(name)
+            && entry.service.selector == service.selector
+        {
+            return Some(std::mem::replace(&mut entry.service, service));
+        }
+        let members = match &service.selector {
+            Some(selector) => self.select(selector),
+            None => BTreeMap::new(),
+        };
+        let name = service.meta.name.clone();
+        self.services
+            .insert(name, ServiceEntry { service, members })
+            .map(|e| e.service)
+    }
+
+    pub(crate) fn delete_service(&mut self, name: &str) -> Option<Arc<Service>> {
+        let entry = self.services.remove(name)?;
+        self.selectors.remove(&entry.service.meta.name);
+        Some(entry.service)
+    }
+
+    /// The pods `selector` matches, found through its rarest pair rather than a scan.
+    fn select(&self, selector: &Labels) -> BTreeMap<Name, Arc<Pod>> {
+        if selector.is_empty() {
+            return self
+                .pods
+                .iter()
+                .map(|(n, p)| (n.clone(), p.clone()))
+                .collect();
+        }
+        let mut rarest: Option<&NameSet> = None;
+        for (k, v) in selector.iter() {
+            match self.pods_by_pair.get(&(k.clone(), v.clone())) {
+                // No pod carries this pair, so none matches.
+                None => return BTreeMap::new(),
+                Some(set) if rarest.is_none_or(|r| set.len() < r.len()) => rarest = Some(set),
+                Some(_) => {}
+            }
+        }
+        let Some(candidates) = rarest else {
+            return BTreeMap::new();
+        };
+        // Collected then sorted in bulk: denser B-tree nodes than inserting one by one.
+        candidates
+            .iter()
+            .filter_map(|n| self.pods.get(n).map(|p| (n, p)))
+            .filter(|(_, p)| p.meta.labels.matches(selector))
+            .map(|(n, p)| (n.clone(), p.clone()))
+            .collect()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn check_invariants(&self) {
+        for (name, pod) in &self.pods {
+            assert_eq!(name, &pod.meta.name);
+            for (k, v) in pod.meta.labels.iter() {
+                let set = self.pods_by_pair.get(&(k.clone(), v.clone()));
+                assert!(set.is_some_and(|s| s.iter().any(|n| n == name)));
+            }
+        }
+        let indexed: usize = self.pods_by_pair.values().map(|s| s.len()).sum();
+        let labels: usize = self.pods.values().map(|p| p.meta.labels.len()).sum();
+        assert_eq!(indexed, labels);
+        for entry in self.services.values() {
+            let expected: Vec<&Name> = match &entry.service.selector {
+                None => Vec::new(),
+                Some(sel) => {
+                    let mut v: Vec<&Name> = self
+                        .pods
+                        .iter()
+                        .filter(|(_, p)| p.meta.labels.matches(sel))
+                        .map(|(n, _)| n)
+                        .collect();
+                    v.sort();
+                    v
+                }
+            };
+            assert_eq!(entry.members.keys().collect::<Vec<_>>(), expected);
+            for (n, p) in &entry.members {
+                assert!(self.pods.get(n).is_some_and(|q| Arc::ptr_eq(p, q)));
+            }
+        }
+        let filed = self
+            .services
+            .values()
+            .filter(|e| e.service.selector.is_some())
+            .count();
+        assert_eq!(self.selectors.len(), filed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::intern;
+
+    fn pod(name: &str, labels: &[(&str, &str)]) -> Arc<Pod> {
+        let mut p = Pod::default();
+        p.meta.namespace = intern("ns");
+        p.meta.name = Name::new(name);
+        p.meta.labels = Labels::from_pairs(labels.iter().copied());
+        Arc::new(p)
+    }
+
+    fn service(name: &str, selector: &[(&str, &str)]) -> Arc<Service> {
+        let mut s = Service::default();
+        s.meta.namespace = intern("ns");
+        s.meta.name = intern(name);
+        s.selector = Some(Labels::from_pairs(selector.iter().copied()));
+        Arc::new(s)
+    }
+
+    fn member_names(ns: &Namespace, service: &str) -> Vec<String> {
+        ns.members(service)
+            .iter()
+            .map(|p| p.meta.name.to_string())
+            .collect()
+    }
+
+    #[test]
+    fn members_follow_pods_and_services() {
+        let mut ns = Namespace::default();
+        ns.apply_pod(pod("b", &[("app", "web")]));
+        ns.apply_service(service("web", &[("app", "web")]));
+        ns.apply_pod(pod("a", &[("app", "web"), ("v", "1")]));
+        ns.apply_pod(pod("c", &[("app", "db")]));
+        assert_eq!(member_names(&ns, "web"), ["a", "b"]);
+        ns.check_invariants();
+
+        // Relabel: leaves web.
+        ns.apply_pod(pod("a", &[("app", "db")]));
+        assert_eq!(member_names(&ns, "web"), ["b"]);
+        // A status update refreshes the stored version without moving it.
+        let (old, new) = ns.apply_pod(pod("b", &[("app", "web")]));
+        assert!(old.is_some());
+        assert!(Arc::ptr_eq(&ns.members("web")[0], &new));
+        // A selector change recomputes the members.
+        ns.apply_service(service("web", &[("app", "db")]));
+        assert_eq!(member_names(&ns, "web"), ["a", "c"]);
+        ns.check_invariants();
+
+        ns.delete_pod("a");
+        assert_eq!(member_names(&ns, "web"), ["c"]);
+        assert!(ns.delete_service("web").is_some());
+        assert!(ns.members("web").is_empty());
+        ns.delete_pod("b");
+        ns.delete_pod("c");
+        assert!(ns.is_empty());
+        assert!(ns.pods_by_pair.is_empty());
+    }
+
+    #[test]
+    fn an_update_shares_the_stored_name() {
+        let mut ns = Namespace::default();
+        let (_, first) = ns.apply_pod(pod("a", &[("x", "1")]));
+        let (_, second) = ns.apply_pod(pod("a", &[("x", "2")]));
+        assert!(std::ptr::eq(
+            first.meta.name.as_str().as_ptr(),
+            second.meta.name.as_str().as_ptr()
+        ));
+    }
+}

@@ -1,0 +1,163 @@
+//! Bytes the index spends per pod: 100,000 pods in 1,000 services (10 namespaces of 100 services
+//! of 100 pods), counted by a global allocator that tracks live bytes. Run with `--nocapture` to
+//! see the figures. Bytes are as requested from the allocator, without its own overhead.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+use sliced::index::{Index, ServiceKey};
+use sliced::model::{Labels, Meta, Name, Pod, PodPhase, Service, intern};
+
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every call is passed to the system allocator unchanged; only a counter is added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: forwarded with the caller's layout.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        // SAFETY: forwarded with the caller's pointer and layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        // SAFETY: forwarded with the caller's pointer, layout and size.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn live() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+const NAMESPACES: usize = 10;
+const SERVICES_PER_NS: usize = 100;
+const PODS_PER_SERVICE: usize = 100;
+const PODS: usize = NAMESPACES * SERVICES_PER_NS * PODS_PER_SERVICE;
+
+fn service(ns: usize, s: usize) -> Service {
+    Service {
+        meta: Meta {
+            namespace: intern(&format!("ns-{ns}")),
+            name: intern(&format!("svc-{s}")),
+            ..Meta::default()
+        },
+        selector: Some(Labels::from_pairs([("app", format!("svc-{s}"))])),
+        ..Service::default()
+    }
+}
+
+/// A pod as the converter would build it: names and UID in storage of their own, labels interned.
+fn pod(ns: usize, s: usize, i: usize) -> Pod {
+    let hash = format!("{:08x}", s * 7919 + 17);
+    Pod {
+        meta: Meta {
+            namespace: intern(&format!("ns-{ns}")),
+            name: Name::new(&format!("svc-{s}-{hash}-{i:05}")),
+            uid: Name::new(&format!("{:08x}-0000-4000-8000-{:012x}", ns * 1000 + s, i)),
+            resource_version: Name::new(&format!("{}", 1_000_000 + i)),
+            labels: Labels::from_pairs([
+                ("app", format!("svc-{s}")),
+                ("pod-template-hash", hash),
+                ("tier", ["web", "api", "db"][s % 3].to_owned()),
+            ]),
+            ..Meta::default()
+        },
+        node_name: Some(intern(&format!("node-{}", i % 50))),
+        phase: PodPhase::Running,
+        has_pod_ip: true,
+        ips: [IpAddr::V4(Ipv4Addr::new(10, ns as u8, s as u8, i as u8))]
+            .into_iter()
+            .collect(),
+        ready: true,
+        ..Pod::default()
+    }
+}
+
+fn pods() -> Vec<Arc<Pod>> {
+    let mut out = Vec::with_capacity(PODS);
+    for ns in 0..NAMESPACES {
+        for s in 0..SERVICES_PER_NS {
+            for i in 0..PODS_PER_SERVICE {
+                out.push(Arc::new(pod(ns, s, i)));
+            }
+        }
+    }
+    out
+}
+
+fn per_pod(bytes: isize) -> f64 {
+    bytes as f64 / PODS as f64
+}
+
+/// Builds the index in one order, returns (index bytes without pods, index bytes with pods).
+fn measure(services_first: bool) -> (f64, f64) {
+    let start = live();
+    let pods = pods();
+    let vec_bytes = (pods.capacity() * size_of::<Arc<Pod>>()) as isize;
+    let pod_bytes = live() - start - vec_bytes;
+    let services: Vec<Service> = (0..NAMESPACES)
+        .flat_map(|ns| (0..SERVICES_PER_NS).map(move |s| service(ns, s)))
+        .collect();
+
+    let before_index = live();
+    let index = Index::new();
+    if services_first {
+        services.into_iter().for_each(|s| {
+            index.services().apply(s);
+        });
+        pods.iter().for_each(|p| {
+            index.pods().apply(p.clone());
+        });
+    } else {
+        pods.iter().for_each(|p| {
+            index.pods().apply(p.clone());
+        });
+        services.into_iter().for_each(|s| {
+            index.services().apply(s);
+        });
+    }
+    let index_bytes = live() - before_index;
+    assert_eq!(index.pods().len(), PODS);
+    assert_eq!(
+        index.member_count(&ServiceKey::new("ns-3", "svc-42")),
+        PODS_PER_SERVICE
+    );
+    drop(pods);
+    let total = live() - start;
+    // The index alone holds the pods now: its bytes plus theirs.
+    assert!((total - index_bytes - pod_bytes).abs() < 1024 * 1024);
+    println!(
+        "{} first: pods {:.0} B each; index {:.0} B per pod without pods, {:.0} B with them",
+        if services_first { "services" } else { "pods" },
+        per_pod(pod_bytes),
+        per_pod(index_bytes),
+        per_pod(total)
+    );
+    drop(index);
+    (per_pod(index_bytes), per_pod(total))
+}
+
+#[test]
+fn bytes_per_pod_in_the_index() {
+    let (index, total) = measure(true);
+    assert!(index < 250.0, "index: {index:.0} B per pod");
+    assert!(total < 800.0, "index with pods: {total:.0} B per pod");
+    let (index, _) = measure(false);
+    assert!(index < 250.0, "index: {index:.0} B per pod");
+}
