@@ -32,6 +32,25 @@ pub struct SimulateArgs {
     /// Print the summary as JSON.
     #[arg(short = 'o', long = "output", value_parser = ["text", "json"], default_value = "text")]
     output: String,
+    /// Replay a trace of changes (YAML or JSON steps) in virtual time instead of a generated cluster.
+    #[arg(long, value_name = "FILE")]
+    events: Option<String>,
+    /// Delay of pod-triggered syncs, as --endpointslice-updates-batch-period (e.g. 500ms, 1s).
+    #[arg(long, value_parser = parse_duration_arg, default_value = "0s")]
+    batch_period: Duration,
+    /// Parallel reconcile workers.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
+    workers: u32,
+    /// Controllers to run, comma-separated: endpointslice, endpoints, mirroring (default: all).
+    #[arg(long, default_value = "all")]
+    controllers: String,
+    /// With --events: stop at this virtual time even if work remains.
+    #[arg(long, value_parser = parse_duration_arg)]
+    until: Option<Duration>,
+}
+
+fn parse_duration_arg(s: &str) -> Result<Duration, String> {
+    sliced::replay::parse_duration(s).map_err(|e| e.to_string())
 }
 
 struct Pass {
@@ -76,6 +95,20 @@ fn slices_of(result: &SnapshotResult) -> Vec<sliced::model::EndpointSlice> {
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
+    if let Err(message) = super::replay::check_controllers(&args.controllers) {
+        eprintln!("error: {message}");
+        return Ok(ExitCode::from(2));
+    }
+    if let Some(events) = &args.events {
+        return super::replay::run(super::replay::ReplayArgs {
+            events,
+            batch_period: args.batch_period,
+            workers: args.workers as usize,
+            max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
+            until: args.until,
+            seed: args.seed,
+        });
+    }
     let options = Options {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
         prefer_same_traffic_distribution: false,

@@ -39,6 +39,16 @@ impl ServiceKey {
         }
     }
 
+    pub fn from_names(namespace: Name, name: Name) -> Self {
+        ServiceKey { namespace, name }
+    }
+
+    /// Reads a queue key, `namespace/name`.
+    pub fn parse(key: &str) -> Option<Self> {
+        let (namespace, name) = key.split_once('/')?;
+        Some(ServiceKey::new(namespace, name))
+    }
+
     pub fn of(service: &Service) -> Self {
         ServiceKey {
             namespace: service.meta.namespace.clone(),

@@ -2,6 +2,8 @@
 //! `sliced simulate`.
 
 mod duration;
+mod run;
+mod world;
 
 use std::time::Duration;
 
@@ -9,6 +11,7 @@ use crate::change::Change;
 use crate::sink::{Kind, Verb, WriteError};
 
 pub use duration::{DurationError, format_seconds, parse_duration};
+pub use run::{ReplayOptions, ReplayResult, TimedWrite, replay};
 
 /// What a step does.
 #[derive(Clone, Debug)]

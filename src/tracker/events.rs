@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use smallvec::SmallVec;
 
-use super::{EndpointSliceTracker, MissingServiceLabel, ServiceId};
+use super::{EndpointSliceTracker, MissingServiceLabel, ServiceId, service_of_slice};
 use crate::model::{EndpointSlice, keys};
 
 /// The least delay before a sync queued by a slice event.
@@ -36,7 +36,7 @@ pub fn on_slice_add(
     slice: &EndpointSlice,
 ) -> Result<Option<ServiceId>, MissingServiceLabel> {
     if is_managed_by_controller(slice) && tracker.should_sync(slice) {
-        ServiceId::of_slice(slice).map(Some)
+        service_of_slice(slice).map(Some)
     } else {
         Ok(None)
     }
@@ -53,13 +53,13 @@ pub fn on_slice_update(
 ) -> Queued {
     let mut queued = Queued::new();
     if new.service_name() != old.service_name() {
-        queued.push(ServiceId::of_slice(new));
-        queued.push(ServiceId::of_slice(old));
+        queued.push(service_of_slice(new));
+        queued.push(service_of_slice(old));
         return queued;
     }
     let ours = is_managed_by_controller(new);
     if ours != is_managed_by_controller(old) || (ours && tracker.should_sync(new)) {
-        queued.push(ServiceId::of_slice(new));
+        queued.push(service_of_slice(new));
     }
     queued
 }
@@ -76,7 +76,7 @@ pub fn on_slice_delete(
         return Ok(None);
     }
     match tracker.handle_deletion_if_tracked(slice) {
-        Some(false) => ServiceId::of_slice(slice).map(Some),
+        Some(false) => service_of_slice(slice).map(Some),
         Some(true) | None => Ok(None),
     }
 }

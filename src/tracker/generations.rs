@@ -102,7 +102,7 @@ impl EndpointSliceTracker {
     /// - a listed slice is expected to be deleted, or is tracked with a newer generation; or
     /// - a tracked slice that is not expected to be deleted is missing from the list.
     pub fn stale_slices(&self, namespace: &Name, name: &Name, slices: &[&EndpointSlice]) -> bool {
-        let id = ServiceId::new(namespace.clone(), name.clone());
+        let id = ServiceId::from_names(namespace.clone(), name.clone());
         self.services
             .view(&id, |_, s| lags_behind(&s.slices, slices))
             .unwrap_or(false)
@@ -120,7 +120,7 @@ impl EndpointSliceTracker {
         service_uid: &Name,
         slices: &[&EndpointSlice],
     ) -> bool {
-        let id = ServiceId::new(namespace.clone(), name.clone());
+        let id = ServiceId::from_names(namespace.clone(), name.clone());
         let mut entry = self.services.entry(id).or_default();
         let state = entry.value_mut();
         if let Some(seen) = &state.service_uid
@@ -155,7 +155,7 @@ impl EndpointSliceTracker {
     /// Drops everything tracked for the service.
     pub fn delete_service(&self, namespace: &Name, name: &Name) {
         self.services
-            .remove(&ServiceId::new(namespace.clone(), name.clone()));
+            .remove(&ServiceId::from_names(namespace.clone(), name.clone()));
     }
 
     /// The number of services with tracked state.

@@ -13,7 +13,6 @@ mod events;
 mod generations;
 mod trigger;
 
-use std::fmt;
 use std::sync::LazyLock;
 
 use crate::model::{EndpointSlice, Name, intern, keys};
@@ -25,52 +24,22 @@ pub use events::{
 pub use generations::{EndpointSliceTracker, Expectation};
 pub use trigger::TriggerTimeTracker;
 
-/// A Service's namespace and name: the identity the trackers key their state by. Its
-/// [`Display`](fmt::Display) form is the upstream queue key, `"namespace/name"`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ServiceId {
-    pub namespace: Name,
-    pub name: Name,
-}
+/// A Service's namespace and name: the identity the trackers key their state by, the same as the
+/// engine's queue key.
+pub use crate::index::ServiceKey as ServiceId;
 
-impl ServiceId {
-    pub fn new(namespace: Name, name: Name) -> Self {
-        ServiceId { namespace, name }
-    }
-
-    /// The service a slice belongs to, from its namespace and `kubernetes.io/service-name` label.
-    /// A missing or empty label is an error: such a slice cannot queue a service.
-    pub fn of_slice(slice: &EndpointSlice) -> Result<ServiceId, MissingServiceLabel> {
-        match slice.service_name() {
-            Some(name) => Ok(ServiceId::new(slice.meta.namespace.clone(), name.clone())),
-            None => Err(MissingServiceLabel {
-                namespace: slice.meta.namespace.clone(),
-                slice: slice.meta.name.clone(),
-            }),
-        }
-    }
-
-    /// The queue key, `"namespace/name"`.
-    pub fn key(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl fmt::Display for ServiceId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
-
-impl From<ServiceId> for String {
-    fn from(id: ServiceId) -> String {
-        id.to_string()
-    }
-}
-
-impl From<&ServiceId> for String {
-    fn from(id: &ServiceId) -> String {
-        id.to_string()
+/// The service a slice belongs to, from its namespace and `kubernetes.io/service-name` label. A
+/// missing or empty label is an error: such a slice cannot queue a service.
+pub fn service_of_slice(slice: &EndpointSlice) -> Result<ServiceId, MissingServiceLabel> {
+    match slice.service_name() {
+        Some(name) => Ok(ServiceId::from_names(
+            slice.meta.namespace.clone(),
+            name.clone(),
+        )),
+        None => Err(MissingServiceLabel {
+            namespace: slice.meta.namespace.clone(),
+            slice: slice.meta.name.clone(),
+        }),
     }
 }
 
@@ -86,7 +55,7 @@ pub struct MissingServiceLabel {
 
 static EMPTY: LazyLock<Name> = LazyLock::new(|| intern(""));
 
-/// The service the generation tracker files a slice under. Unlike [`ServiceId::of_slice`] this
+/// The service the generation tracker files a slice under. Unlike [`service_of_slice`] this
 /// never fails: a slice without the label is filed under the empty service name, as upstream does.
 pub(crate) fn tracked_service(slice: &EndpointSlice) -> ServiceId {
     let name = slice
@@ -95,5 +64,5 @@ pub(crate) fn tracked_service(slice: &EndpointSlice) -> ServiceId {
         .get(keys::LABEL_SERVICE_NAME)
         .cloned()
         .unwrap_or_else(|| EMPTY.clone());
-    ServiceId::new(slice.meta.namespace.clone(), name)
+    ServiceId::from_names(slice.meta.namespace.clone(), name)
 }

@@ -48,7 +48,7 @@ impl TriggerTimeTracker {
         service: &Service,
         pods: &[&Pod],
     ) -> Option<Timestamp> {
-        let id = ServiceId::new(namespace.clone(), name.clone());
+        let id = ServiceId::from_names(namespace.clone(), name.clone());
         // Taken out and put back: no lock is held while the pods are walked.
         let previous = self.services.remove(&id).map(|(_, state)| state);
 
@@ -99,7 +99,7 @@ impl TriggerTimeTracker {
     /// Drops the service's state; its next computation is a first one.
     pub fn delete_service(&self, namespace: &Name, name: &Name) {
         self.services
-            .remove(&ServiceId::new(namespace.clone(), name.clone()));
+            .remove(&ServiceId::from_names(namespace.clone(), name.clone()));
     }
 
     /// The number of services with state.

@@ -5,13 +5,13 @@ use std::time::Duration;
 use sliced::model::{EndpointSlice, keys};
 use sliced::tracker::{
     EndpointSliceTracker, MissingServiceLabel, ServiceId, on_slice_add, on_slice_delete,
-    on_slice_update, slice_event_delay,
+    on_slice_update, service_of_slice, slice_event_delay,
 };
 
 use super::{n, ours, plain, slice};
 
 fn svc(ns: &str, name: &str) -> ServiceId {
-    ServiceId::new(n(ns), n(name))
+    ServiceId::from_names(n(ns), n(name))
 }
 
 fn missing(s: &EndpointSlice) -> MissingServiceLabel {
@@ -25,11 +25,11 @@ fn missing(s: &EndpointSlice) -> MissingServiceLabel {
 fn service_id_is_the_queue_key() {
     let id = svc("default", "web");
     assert_eq!(id.to_string(), "default/web");
-    assert_eq!(id.key(), "default/web");
-    assert_eq!(String::from(&id), "default/web");
-    assert_eq!(ServiceId::of_slice(&ours("a", 1)), Ok(svc("ns1", "svc1")));
+    assert_eq!(id.to_string(), "default/web");
+    assert_eq!(ServiceId::parse("default/web"), Some(id.clone()));
+    assert_eq!(service_of_slice(&ours("a", 1)), Ok(svc("ns1", "svc1")));
     let orphan = slice("ns1", None, "o", 1, Some(keys::ENDPOINTSLICE_CONTROLLER));
-    let err = ServiceId::of_slice(&orphan).unwrap_err();
+    let err = service_of_slice(&orphan).unwrap_err();
     assert_eq!(err, missing(&orphan));
     assert!(err.to_string().contains(keys::LABEL_SERVICE_NAME));
     let empty = slice(
@@ -40,7 +40,7 @@ fn service_id_is_the_queue_key() {
         Some(keys::ENDPOINTSLICE_CONTROLLER),
     );
     assert!(
-        ServiceId::of_slice(&empty).is_err(),
+        service_of_slice(&empty).is_err(),
         "an empty label counts as missing"
     );
 }

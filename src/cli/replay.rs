@@ -1,0 +1,128 @@
+//! `sliced simulate --events FILE`: a trace of changes replayed through the engine in virtual time.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use sliced::engine::EngineOptions;
+use sliced::kube::convert::object_to_json;
+use sliced::kube::events::load_events_file;
+use sliced::reconcile::Options;
+use sliced::replay::{ReplayOptions, ReplayResult, format_seconds, replay};
+use sliced::sink::Verb;
+
+/// The controllers `--controllers` can name, and which of them this build runs.
+pub const KNOWN_CONTROLLERS: [&str; 3] = ["endpointslice", "endpoints", "mirroring"];
+const RUNNABLE_CONTROLLERS: [&str; 1] = ["endpointslice"];
+
+/// Checks a `--controllers` list (comma-separated; `all` or empty means every one). Returns the
+/// message for exit status 2 when it names an unknown controller or one not built yet.
+pub fn check_controllers(list: &str) -> Result<(), String> {
+    for name in list
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty() && *n != "all")
+    {
+        if !KNOWN_CONTROLLERS.contains(&name) {
+            return Err(format!(
+                "--controllers: unknown controller {name:?} (known: {})",
+                KNOWN_CONTROLLERS.join(", ")
+            ));
+        }
+        if !RUNNABLE_CONTROLLERS.contains(&name) {
+            return Err(format!(
+                "--controllers: the {name} controller is not part of this build yet"
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub struct ReplayArgs<'a> {
+    pub events: &'a str,
+    pub batch_period: Duration,
+    pub workers: usize,
+    pub max_endpoints_per_slice: usize,
+    pub until: Option<Duration>,
+    pub seed: u64,
+}
+
+pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
+    let steps = match load_events_file(args.events) {
+        Ok(steps) => steps,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let options = ReplayOptions {
+        engine: EngineOptions {
+            reconcile: Options {
+                max_endpoints_per_slice: args.max_endpoints_per_slice,
+                prefer_same_traffic_distribution: false,
+            },
+            batch_period: args.batch_period,
+            workers: args.workers,
+            ..EngineOptions::default()
+        },
+        until: args.until,
+        seed: args.seed,
+    };
+    let result = replay(&steps, &options);
+    println!("{}", serde_json::to_string_pretty(&render(&result)?)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render(r: &ReplayResult) -> anyhow::Result<Value> {
+    let object = |o| object_to_json(o).context("serialising an object");
+    let writes = r
+        .writes
+        .iter()
+        .map(|w| {
+            Ok(json!({"at": format_seconds(w.at), "verb": w.verb.as_str(), "object": object(&w.object)?}))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let syncs: Vec<Value> = r
+        .syncs
+        .iter()
+        .map(|s| {
+            json!({
+                "at": format_seconds(s.at),
+                "service": s.service.to_string(),
+                "controller": s.controller,
+                "result": s.outcome.as_str(),
+                "message": s.message,
+            })
+        })
+        .collect();
+    let objects = r
+        .objects
+        .iter()
+        .map(object)
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let events: Vec<Value> = r
+        .events
+        .iter()
+        .map(|(service, e)| {
+            json!({"service": service.to_string(), "type": format!("{:?}", e.event_type),
+                   "reason": e.reason, "message": e.message})
+        })
+        .collect();
+    let count = |v: Verb| r.writes.iter().filter(|w| w.verb == v).count();
+    let summary = json!({
+        "steps": r.steps,
+        "changes": r.stats.changes,
+        "syncs": r.stats.syncs,
+        "sync_errors": r.stats.sync_errors,
+        "stale": r.stats.stale,
+        "dropped": r.stats.dropped,
+        "writes": {"create": count(Verb::Create), "update": count(Verb::Update), "delete": count(Verb::Delete)},
+        "ended_at": format_seconds(r.ended_at),
+        "wall_seconds": r.elapsed.as_secs_f64(),
+    });
+    Ok(
+        json!({"writes": writes, "syncs": syncs, "objects": objects, "events": events, "summary": summary}),
+    )
+}

@@ -1,0 +1,265 @@
+//! The engine: changes in, batches of ready services reconciled in parallel, writes out, results back
+//! to the queue. One engine serves `simulate`, the replay of traces and (later) `run`.
+
+mod sync;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+
+use crate::change::Change;
+use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
+use crate::model::{Name, Node};
+use crate::queue::{Clock, QueueConfig, WorkQueue};
+use crate::reconcile::topology::TopologyCache;
+use crate::reconcile::{Event, Options};
+use crate::sink::apply::AppliedWrite;
+use crate::tracker::{self, EndpointSliceTracker, TriggerTimeTracker};
+
+pub use sync::{SyncOutcome, SyncRecord};
+
+/// The controller name in sync records and events.
+pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice";
+
+/// Slice-triggered syncs wait at least this long, so that the controller's own writes settle.
+const SLICE_SYNC_MIN_DELAY: Duration = Duration::from_secs(1);
+
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    pub reconcile: Options,
+    /// `--endpointslice-updates-batch-period`: the delay of pod-triggered syncs.
+    pub batch_period: Duration,
+    /// Parallel reconcile workers.
+    pub workers: usize,
+    /// The most services one batch takes from the queue.
+    pub max_batch: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            reconcile: Options::default(),
+            batch_period: Duration::ZERO,
+            workers: 2,
+            max_batch: 1024,
+        }
+    }
+}
+
+/// Counters of what the engine did.
+#[derive(Clone, Debug, Default)]
+pub struct EngineStats {
+    pub changes: u64,
+    pub syncs: u64,
+    pub sync_errors: u64,
+    pub stale: u64,
+    pub dropped: u64,
+}
+
+/// Nodes by name, replaced whole when one changes in a way that matters.
+type NodeMap = HashMap<Name, Node, ahash::RandomState>;
+
+pub struct Engine {
+    options: EngineOptions,
+    nodes: RwLock<Arc<NodeMap>>,
+    index: Index,
+    queue: WorkQueue<ServiceKey>,
+    slices: EndpointSliceTracker,
+    triggers: Mutex<TriggerTimeTracker>,
+    topology: RwLock<TopologyCache>,
+    clock: Arc<dyn Clock>,
+    pool: rayon::ThreadPool,
+    events: Mutex<Vec<(ServiceKey, Event)>>,
+    stats: Mutex<EngineStats>,
+}
+
+impl Engine {
+    pub fn new(options: EngineOptions, clock: Arc<dyn Clock>) -> Engine {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(options.workers.max(1))
+            .thread_name(|i| format!("sliced-worker-{i}"))
+            .build()
+            .unwrap_or_else(|_| {
+                // Without threads to spare, reconcile on the caller's thread.
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .use_current_thread()
+                    .build()
+                    .unwrap_or_else(|e| panic!("no thread pool: {e}"))
+            });
+        Engine {
+            queue: WorkQueue::new(QueueConfig::default(), Arc::clone(&clock)),
+            options,
+            index: Index::new(),
+            nodes: RwLock::new(Arc::new(NodeMap::default())),
+            slices: EndpointSliceTracker::new(),
+            triggers: Mutex::new(TriggerTimeTracker::new()),
+            topology: RwLock::new(TopologyCache::new()),
+            clock,
+            pool,
+            events: Mutex::new(Vec::new()),
+            stats: Mutex::new(EngineStats::default()),
+        }
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    pub fn queue(&self) -> &WorkQueue<ServiceKey> {
+        &self.queue
+    }
+
+    pub fn stats(&self) -> EngineStats {
+        self.stats.lock().clone()
+    }
+
+    /// Events recorded on services so far, and forgets them.
+    pub fn take_events(&self) -> Vec<(ServiceKey, Event)> {
+        std::mem::take(&mut *self.events.lock())
+    }
+
+    fn slice_delay(&self) -> Duration {
+        self.options.batch_period.max(SLICE_SYNC_MIN_DELAY)
+    }
+
+    /// Takes in one change as a watch delivers it, and queues the services it concerns, with
+    /// upstream's rules and delays.
+    pub fn handle(&self, change: &Change) {
+        self.stats.lock().changes += 1;
+        match change {
+            Change::Service(service) => {
+                let key = ServiceKey::of(service);
+                self.index.services().apply(service.clone());
+                self.queue.add(key);
+            }
+            Change::ServiceDeleted { namespace, name } => {
+                self.index.services().delete(namespace, name);
+                self.queue.add(ServiceKey::new(namespace, name));
+            }
+            Change::Pod(pod) => {
+                let (_, projection) = self.index.pods().apply_projected(pod.clone());
+                if let Some(projection) = projection {
+                    self.queue_for_projection(&projection);
+                }
+            }
+            Change::PodDeleted { namespace, name } => {
+                if let Some(old) = self.index.pods().delete(namespace, name)
+                    && let Some(projection) = pod_projection(Some(&old), None)
+                {
+                    self.queue_for_projection(&projection);
+                }
+            }
+            Change::Node(node) => {
+                // Heartbeats change nothing kept here: only a real change replaces the map.
+                let changed = self.nodes.read().get(&node.name) != Some(node);
+                if changed {
+                    let mut nodes = self.nodes.write();
+                    let mut map = NodeMap::clone(&nodes);
+                    let old = map.insert(node.name.clone(), node.clone());
+                    *nodes = Arc::new(map);
+                    drop(nodes);
+                    let topology_changed =
+                        old.is_none_or(|old| old.ready != node.ready || old.zone() != node.zone());
+                    if topology_changed {
+                        self.recompute_topology();
+                    }
+                }
+            }
+            Change::NodeDeleted { name } => {
+                let mut nodes = self.nodes.write();
+                if nodes.contains_key(name) {
+                    let mut map = NodeMap::clone(&nodes);
+                    map.remove(name);
+                    *nodes = Arc::new(map);
+                    drop(nodes);
+                    self.recompute_topology();
+                }
+            }
+            Change::EndpointSlice(slice) => {
+                let old = self.index.slices().apply(slice.clone());
+                let keys: tracker::Queued = match &old {
+                    None => tracker::on_slice_add(&self.slices, slice)
+                        .transpose()
+                        .into_iter()
+                        .collect(),
+                    Some(old) => tracker::on_slice_update(&self.slices, old, slice),
+                };
+                // A slice without its service-name label names no service to sync.
+                for key in keys.into_iter().flatten() {
+                    self.queue.add_after(key, self.slice_delay());
+                }
+            }
+            Change::EndpointSliceDeleted { namespace, name } => {
+                if let Some(old) = self.index.slices().delete(namespace, name)
+                    && let Ok(Some(key)) = tracker::on_slice_delete(&self.slices, &old)
+                {
+                    self.queue.add_after(key, self.slice_delay());
+                }
+            }
+            // Namespaces matter to the API server (creates into a terminating one fail), and
+            // Endpoints to controllers not in this engine yet.
+            Change::Namespace(_)
+            | Change::NamespaceDeleted { .. }
+            | Change::Endpoints(_)
+            | Change::EndpointsDeleted { .. } => {}
+        }
+    }
+
+    fn queue_for_projection(&self, projection: &PodProjection) {
+        for key in self.index.services_to_update(projection) {
+            self.queue.add_after(key, self.options.batch_period);
+        }
+    }
+
+    /// Node readiness or zones changed: recompute zone ratios and resync services whose hints no
+    /// longer fit.
+    fn recompute_topology(&self) {
+        let nodes = Arc::clone(&self.nodes.read());
+        let overloaded = {
+            let mut topology = self.topology.write();
+            topology.set_nodes(nodes.values());
+            topology.overloaded_services()
+        };
+        for key in overloaded {
+            if let Some(key) = ServiceKey::parse(&key) {
+                self.queue.add(key);
+            }
+        }
+    }
+
+    /// When the next delayed service becomes ready, if any.
+    pub fn next_ready_at(&self) -> Option<Duration> {
+        self.queue.next_ready_at()
+    }
+
+    /// Nothing ready, delayed or in progress.
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_idle()
+    }
+
+    /// Now, on the engine's clock.
+    pub fn now(&self) -> Duration {
+        self.clock.now()
+    }
+
+    /// Writes that a sync made, fed back as the watch would deliver them.
+    fn observe_own_writes(&self, writes: &[AppliedWrite]) {
+        for w in writes {
+            match (&w.verb, &w.object) {
+                (crate::sink::Verb::Delete, crate::sink::Object::EndpointSlice(s)) => {
+                    self.handle(&Change::EndpointSliceDeleted {
+                        namespace: s.meta.namespace.clone(),
+                        name: s.meta.name.clone(),
+                    });
+                }
+                (_, crate::sink::Object::EndpointSlice(s)) => {
+                    self.handle(&Change::EndpointSlice(s.clone()));
+                }
+                _ => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! One batch of service syncs: plans computed in parallel, applied in order, results fed back.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rayon::prelude::*;
+
+use super::{ENDPOINTSLICE_CONTROLLER, Engine};
+use crate::index::ServiceKey;
+use crate::model::{EndpointSlice, Pod, ServiceType, keys};
+use crate::queue::RetryDecision;
+use crate::reconcile::slices::{SyncInput, reconcile};
+use crate::reconcile::{Event, Plan};
+use crate::sink::apply::{AppliedWrite, apply_plan};
+use crate::sink::{Object, Sink, Verb};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncOutcome {
+    Success,
+    Error,
+    /// The informer cache is behind the controller's own writes; retried with backoff.
+    Stale,
+}
+
+impl SyncOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncOutcome::Success => "success",
+            SyncOutcome::Error => "error",
+            SyncOutcome::Stale => "stale",
+        }
+    }
+}
+
+/// What one sync of one service did.
+#[derive(Clone, Debug)]
+pub struct SyncRecord {
+    pub at: Duration,
+    pub service: ServiceKey,
+    pub controller: &'static str,
+    pub outcome: SyncOutcome,
+    pub message: Option<String>,
+    /// Accepted writes, in order, as the API server returned them.
+    pub writes: Vec<AppliedWrite>,
+}
+
+enum Prepared {
+    /// Nothing to do: the service is gone, has no selector or is an ExternalName.
+    Nothing,
+    Stale,
+    Plan(Plan),
+}
+
+const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
+
+impl Engine {
+    /// Takes the services that are ready now, reconciles them in parallel and applies their plans
+    /// to `sink`, in the order they became ready.
+    pub fn sync_ready(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
+        let keys = self.queue.pop_ready(self.options.max_batch);
+        if keys.is_empty() {
+            return Vec::new();
+        }
+        let prepared: Vec<Prepared> = self
+            .pool
+            .install(|| keys.par_iter().map(|k| self.prepare(k)).collect());
+        let at = self.clock.now();
+        let mut records = Vec::with_capacity(keys.len());
+        for (key, prepared) in keys.into_iter().zip(prepared) {
+            let record = self.finish(&key, prepared, sink, at);
+            self.queue.done(&key);
+            records.push(record);
+        }
+        records
+    }
+
+    /// Everything of a sync that reads only: the plan.
+    fn prepare(&self, key: &ServiceKey) -> Prepared {
+        let Some(service) = self.index.services().get(&key.namespace, &key.name) else {
+            // Deleted: forget what the trackers knew; the garbage collector removes its slices.
+            self.slices.delete_service(&key.namespace, &key.name);
+            self.triggers
+                .lock()
+                .delete_service(&key.namespace, &key.name);
+            self.topology.write().remove_service(&key.to_string());
+            return Prepared::Nothing;
+        };
+        if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
+            return Prepared::Nothing;
+        }
+        let pods: Vec<Arc<Pod>> = self.index.members(key);
+        let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
+        let slices: Vec<Arc<EndpointSlice>> = self
+            .index
+            .slices()
+            .for_service(key)
+            .into_iter()
+            .filter(|s| {
+                s.meta.deletion_timestamp.is_none()
+                    && s.managed_by().map(|m| m.as_str()) == Some(keys::ENDPOINTSLICE_CONTROLLER)
+            })
+            .collect();
+        let slice_refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
+        // Upstream's newer form: a Service recreated under the same name starts afresh.
+        if self.slices.stale_slices_for_uid(
+            &key.namespace,
+            &key.name,
+            &service.meta.uid,
+            &slice_refs,
+        ) {
+            return Prepared::Stale;
+        }
+        let trigger_time =
+            self.triggers
+                .lock()
+                .compute(&key.namespace, &key.name, &service, &pod_refs);
+        let nodes = self.nodes.read().clone();
+        let topology = self.topology.read();
+        Prepared::Plan(reconcile(&SyncInput {
+            service: &service,
+            pods: &pod_refs,
+            nodes: nodes.as_ref(),
+            slices: &slice_refs,
+            trigger_time,
+            topology: &topology,
+            options: &self.options.reconcile,
+        }))
+    }
+
+    /// Applies a prepared sync and feeds its results back: to the trackers, the index (as the
+    /// watch would), and the queue.
+    fn finish(
+        &self,
+        key: &ServiceKey,
+        prepared: Prepared,
+        sink: &dyn Sink,
+        at: Duration,
+    ) -> SyncRecord {
+        let mut record = SyncRecord {
+            at,
+            service: key.clone(),
+            controller: ENDPOINTSLICE_CONTROLLER,
+            outcome: SyncOutcome::Success,
+            message: None,
+            writes: Vec::new(),
+        };
+        let error = match prepared {
+            Prepared::Nothing => None,
+            Prepared::Stale => {
+                record.outcome = SyncOutcome::Stale;
+                Some(STALE_MESSAGE.to_string())
+            }
+            Prepared::Plan(plan) => {
+                let outcome = apply_plan(sink, &plan);
+                for w in &outcome.records {
+                    if let Object::EndpointSlice(slice) = &w.object {
+                        match w.verb {
+                            Verb::Delete => self.slices.expect_deletion(slice),
+                            Verb::Create | Verb::Update => self.slices.update(slice),
+                        }
+                    }
+                }
+                self.topology
+                    .write()
+                    .apply(&key.to_string(), &plan.topology_changes);
+                self.observe_own_writes(&outcome.records);
+                let mut events = plan.events;
+                let error = outcome.error_message();
+                if let Some(message) = &error {
+                    record.outcome = SyncOutcome::Error;
+                    events.push(Event::warning(
+                        "FailedToUpdateEndpointSlices",
+                        format!("Error updating Endpoint Slices for Service {key}: {message}"),
+                    ));
+                }
+                self.events
+                    .lock()
+                    .extend(events.into_iter().map(|e| (key.clone(), e)));
+                record.writes = outcome.records;
+                error
+            }
+        };
+        {
+            let mut stats = self.stats.lock();
+            stats.syncs += 1;
+            match record.outcome {
+                SyncOutcome::Success => {}
+                SyncOutcome::Error => stats.sync_errors += 1,
+                SyncOutcome::Stale => stats.stale += 1,
+            }
+        }
+        match error {
+            None => self.queue.forget(key),
+            Some(message) => {
+                if let RetryDecision::Dropped = self.queue.retry_or_drop(key) {
+                    self.stats.lock().dropped += 1;
+                }
+                record.message = Some(message);
+            }
+        }
+        record
+    }
+}

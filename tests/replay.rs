@@ -1,0 +1,320 @@
+//! `sliced simulate --events`: traces replayed in virtual time, checked against upstream's queue
+//! semantics (batch period, slice-event delay, backoff, retry budget, token bucket) and the
+//! tracker (own writes ignored, edits and deletions by others repaired).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn simulate(events: &str, args: &[&str]) -> Value {
+    let dir = std::env::temp_dir().join(format!("sliced-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join(format!("{:x}.yaml", fxhash(events)));
+    std::fs::write(&file, events).expect("write events");
+    let out = Command::new(env!("CARGO_BIN_EXE_sliced"))
+        .args(["simulate", "-o", "json", "--events"])
+        .arg(&file)
+        .args(args)
+        .output()
+        .expect("run sliced");
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON output")
+}
+
+fn fxhash(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// A node, a service `web` and `pods` ready pods, all at time 0.
+fn cluster(pods: usize) -> String {
+    let mut s = String::from(
+        "- at: 0s
+  apply: {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {topology.kubernetes.io/zone: z1}}, status: {conditions: [{type: Ready, status: 'True'}]}}
+- at: 0s
+  apply:
+    apiVersion: v1
+    kind: Service
+    metadata: {name: web, namespace: default, uid: svc-uid-1, creationTimestamp: '2026-01-01T00:00:00Z'}
+    spec: {selector: {app: web}, clusterIP: 10.96.0.10, ipFamilies: [IPv4], ports: [{name: http, port: 80, targetPort: 8080}]}
+",
+    );
+    for i in 0..pods {
+        s.push_str(&pod_step("0s", i, true));
+    }
+    s
+}
+
+fn pod_step(at: &str, i: usize, ready: bool) -> String {
+    format!(
+        "- at: {at}
+  apply:
+    apiVersion: v1
+    kind: Pod
+    metadata: {{name: web-{i}, namespace: default, uid: pod-uid-{i}, labels: {{app: web}}}}
+    spec: {{nodeName: n1, containers: [{{name: c, image: x}}]}}
+    status: {{phase: Running, podIP: 10.0.0.{ip}, podIPs: [{{ip: 10.0.0.{ip}}}], conditions: [{{type: Ready, status: '{r}'}}]}}
+",
+        ip = i + 1,
+        r = if ready { "True" } else { "False" }
+    )
+}
+
+fn syncs_of<'a>(out: &'a Value, service: &str) -> Vec<&'a Value> {
+    out["syncs"]
+        .as_array()
+        .map(|s| s.iter().filter(|x| x["service"] == service).collect())
+        .unwrap_or_default()
+}
+
+fn at(v: &Value) -> f64 {
+    v["at"].as_f64().unwrap_or(f64::NAN)
+}
+
+fn verbs(out: &Value) -> Vec<(f64, String)> {
+    out["writes"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .map(|x| (at(x), x["verb"].as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn ready_count(out: &Value) -> usize {
+    out["objects"]
+        .as_array()
+        .map(|o| {
+            o.iter()
+                .filter(|x| x["kind"] == "EndpointSlice")
+                .flat_map(|x| x["endpoints"].as_array().cloned().unwrap_or_default())
+                .filter(|e| e["conditions"]["ready"] == true)
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_new_service_gets_its_slice_at_once_and_a_pod_change_after_the_batch_period() {
+    let events = format!("{}{}", cluster(2), pod_step("10s", 0, false));
+    let out = simulate(&events, &["--batch-period", "500ms"]);
+    // The service add syncs at 0 without delay; the pod events at 0 are folded into it or follow
+    // at 0.5s; the readiness change at 10s syncs at 10.5s.
+    assert_eq!(verbs(&out).first(), Some(&(0.0, "create".to_string())));
+    let updates: Vec<f64> = verbs(&out)
+        .into_iter()
+        .filter(|(_, v)| v == "update")
+        .map(|(t, _)| t)
+        .collect();
+    assert_eq!(updates, vec![10.5]);
+    assert_eq!(ready_count(&out), 1);
+    assert!(
+        syncs_of(&out, "default/web")
+            .iter()
+            .all(|s| s["result"] == "success")
+    );
+}
+
+#[test]
+fn events_in_one_batch_window_collapse_into_one_sync() {
+    let mut events = cluster(0);
+    for (i, t) in ["5s", "5.2s", "5.4s", "5.9s"].iter().enumerate() {
+        events.push_str(&pod_step(t, i, true));
+    }
+    let out = simulate(&events, &["--batch-period", "1s"]);
+    let times: Vec<f64> = syncs_of(&out, "default/web")
+        .iter()
+        .map(|s| at(s))
+        .collect();
+    // t=0: the service add; t=6: one sync for all four pods (first event at 5s + 1s).
+    assert_eq!(times, vec![0.0, 6.0]);
+    assert_eq!(ready_count(&out), 4);
+}
+
+#[test]
+fn failed_writes_back_off_exponentially_then_succeed() {
+    let events = format!(
+        "- at: 0s\n  fail: {{verb: create, kind: EndpointSlice, status: 500, reason: InternalError, times: 3}}\n{}",
+        cluster(1)
+    );
+    let out = simulate(&events, &[]);
+    let syncs = syncs_of(&out, "default/web");
+    let summary: Vec<(f64, &str)> = syncs
+        .iter()
+        .map(|s| (at(s), s["result"].as_str().unwrap_or("")))
+        .collect();
+    // Retries after 1 s, then 2 s more, then 4 s more.
+    assert_eq!(
+        summary,
+        vec![
+            (0.0, "error"),
+            (1.0, "error"),
+            (3.0, "error"),
+            (7.0, "success")
+        ]
+    );
+    assert!(
+        syncs[0]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("failed to create EndpointSlice")
+    );
+    assert_eq!(verbs(&out), vec![(7.0, "create".to_string())]);
+}
+
+#[test]
+fn a_service_is_dropped_after_fifteen_retries() {
+    let events = format!(
+        "- at: 0s\n  fail: {{verb: create, kind: EndpointSlice, status: 503, times: 100}}\n{}",
+        cluster(1)
+    );
+    let out = simulate(&events, &[]);
+    let syncs = syncs_of(&out, "default/web");
+    // The first sync and 15 retries, then the key is forgotten.
+    assert_eq!(syncs.len(), 16);
+    let last = at(syncs[15]);
+    // 1+2+4+...+512 + 5*1000 seconds after the first.
+    assert_eq!(last, 1023.0 + 5000.0);
+    assert_eq!(out["summary"]["dropped"], 1);
+    assert!(out["writes"].as_array().is_some_and(|w| w.is_empty()));
+}
+
+#[test]
+fn the_token_bucket_spaces_retries_of_many_services() {
+    let mut events = String::from(
+        "- at: 0s\n  fail: {verb: create, kind: EndpointSlice, status: 500, times: 150}\n",
+    );
+    for i in 0..150 {
+        events.push_str(&format!(
+            "- at: 0s\n  apply: {{apiVersion: v1, kind: Service, metadata: {{name: s{i}, namespace: default, uid: u{i}}}, spec: {{selector: {{app: s{i}}}, clusterIP: 10.96.1.{}, ipFamilies: [IPv4]}}}}\n",
+            i % 250 + 1
+        ));
+    }
+    let out = simulate(&events, &["--until", "2s"]);
+    let mut retries: Vec<f64> = out["syncs"]
+        .as_array()
+        .map(|s| s.iter().map(at).filter(|t| *t > 0.0).collect())
+        .unwrap_or_default();
+    retries.sort_by(f64::total_cmp);
+    // The delay is max(1 s backoff, token wait). 100 tokens of burst; the other 50 wait for tokens
+    // at 10 per second (0.1 s, 0.2 s, ... 5 s): 10 of them are due by 1 s as well, 10 more by 2 s.
+    assert_eq!(retries.iter().filter(|t| **t == 1.0).count(), 110);
+    assert!(retries.iter().all(|t| *t <= 2.0));
+    assert_eq!(retries.len(), 120);
+    assert!(retries.contains(&1.1) && retries.contains(&2.0));
+}
+
+#[test]
+fn own_writes_do_not_trigger_syncs_but_edits_by_others_are_repaired() {
+    let out = simulate(&cluster(2), &[]);
+    let slice = out["objects"][0].clone();
+    let name = slice["metadata"]["name"]
+        .as_str()
+        .expect("slice name")
+        .to_string();
+    assert_eq!(
+        syncs_of(&out, "default/web").len(),
+        1,
+        "only the service add syncs"
+    );
+
+    // Someone empties the slice: the controller restores it one second later (slice events wait
+    // max(1s, batch period)).
+    let mut edited = slice.clone();
+    edited["endpoints"] = Value::Array(vec![]);
+    let events = format!(
+        "{}- at: 5s\n  apply: {}\n",
+        cluster(2),
+        serde_json::to_string(&edited).expect("json")
+    );
+    let out = simulate(&events, &[]);
+    let writes = verbs(&out);
+    assert_eq!(writes.last(), Some(&(6.0, "update".to_string())));
+    assert_eq!(ready_count(&out), 2);
+
+    // Someone deletes it: recreated one second later.
+    let events = format!(
+        "{}- at: 5s\n  delete: {{kind: EndpointSlice, namespace: default, name: {name}}}\n",
+        cluster(2)
+    );
+    let out = simulate(&events, &[]);
+    assert_eq!(verbs(&out).last(), Some(&(6.0, "create".to_string())));
+    assert_eq!(ready_count(&out), 2);
+}
+
+#[test]
+fn deleting_a_service_leaves_cleanup_to_the_garbage_collector() {
+    let events = format!(
+        "{}- at: 3s\n  delete: {{kind: Service, namespace: default, name: web}}\n",
+        cluster(1)
+    );
+    let out = simulate(&events, &[]);
+    // One create; the slices go with the service, without a delete by the controller.
+    assert_eq!(verbs(&out), vec![(0.0, "create".to_string())]);
+    assert!(out["objects"].as_array().is_some_and(|o| o.is_empty()));
+}
+
+#[test]
+fn a_terminating_namespace_drops_creates_without_error() {
+    let events = format!(
+        "- at: 0s\n  fail: {{verb: create, kind: EndpointSlice, status: 403, reason: NamespaceTerminating, times: 1}}\n{}",
+        cluster(1)
+    );
+    let out = simulate(&events, &[]);
+    let syncs = syncs_of(&out, "default/web");
+    assert_eq!(syncs.len(), 1);
+    assert_eq!(syncs[0]["result"], "success");
+    assert!(out["writes"].as_array().is_some_and(|w| w.is_empty()));
+}
+
+#[test]
+fn until_stops_the_replay() {
+    let events = format!("{}{}", cluster(1), pod_step("100s", 0, false));
+    let out = simulate(&events, &["--until", "50s"]);
+    assert!(verbs(&out).iter().all(|(t, _)| *t <= 50.0));
+    assert_eq!(ready_count(&out), 1);
+    assert!(
+        out["summary"]["ended_at"]
+            .as_f64()
+            .is_some_and(|t| t <= 50.0)
+    );
+}
+
+#[test]
+fn malformed_events_exit_2_naming_the_step() {
+    let dir = std::env::temp_dir().join(format!("sliced-replay-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    for (text, want) in [
+        ("- at: soon\n  apply: {}\n", "step 1: at"),
+        ("- at: 1s\n", "step 1"),
+        (
+            "- at: 0s\n  apply: {apiVersion: v1, kind: Pod, metadata: {name: p}, status: {podIP: 1.2.3.999}}\n",
+            "step 1",
+        ),
+        (
+            "- at: 0s\n  fail: {verb: patch, kind: EndpointSlice, status: 500}\n",
+            "fail.verb",
+        ),
+    ] {
+        let file = dir.join(format!("{:x}.yaml", fxhash(text)));
+        std::fs::write(&file, text).expect("write");
+        let out = Command::new(env!("CARGO_BIN_EXE_sliced"))
+            .args(["simulate", "-o", "json", "--events"])
+            .arg(&file)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(want) && !err.contains("panicked"),
+            "{text}: {err}"
+        );
+    }
+}
