@@ -47,6 +47,8 @@ struct State {
     terminating: BTreeSet<Name>,
     injected: VecDeque<Injected>,
     log: Vec<WriteRecord>,
+    /// Whether accepted writes are kept in `log` (a long run that never reads it turns this off).
+    logging: bool,
 }
 
 /// A thread-safe in-memory API server. All methods take `&self`.
@@ -66,6 +68,7 @@ impl MemorySink {
                 terminating: BTreeSet::new(),
                 injected: VecDeque::new(),
                 log: Vec::new(),
+                logging: true,
             }),
         }
     }
@@ -123,6 +126,15 @@ impl MemorySink {
     pub fn remove_external(&self, kind: Kind, namespace: &str, name: &str) -> Option<Object> {
         let key = (kind, Name::new(namespace), Name::new(name));
         self.state.lock().objects.remove(&key)
+    }
+
+    /// Keeps (the default) or stops keeping accepted writes for `writes()` and `take_writes()`.
+    pub fn set_logging(&self, on: bool) {
+        let mut st = self.state.lock();
+        st.logging = on;
+        if !on {
+            st.log = Vec::new();
+        }
     }
 
     /// Marks a namespace as terminating (or not): creates into it then fail with
@@ -242,7 +254,7 @@ impl Sink for MemorySink {
         m.creation_timestamp = Some(now);
         m.deletion_timestamp = None;
         st.objects.insert(key_of(&stored), stored.clone());
-        st.log.push(WriteRecord {
+        st.record(WriteRecord {
             verb: Verb::Create,
             sent: object.clone(),
             stored: Some(stored.clone()),
@@ -254,7 +266,7 @@ impl Sink for MemorySink {
         let mut st = self.state.lock();
         st.take_injected(Verb::Update, object.kind())?;
         let stored = st.update(object)?;
-        st.log.push(WriteRecord {
+        st.record(WriteRecord {
             verb: Verb::Update,
             sent: object.clone(),
             stored: Some(stored.clone()),
@@ -276,7 +288,7 @@ impl Sink for MemorySink {
             ));
         }
         st.objects.remove(&key);
-        st.log.push(WriteRecord {
+        st.record(WriteRecord {
             verb: Verb::Delete,
             sent: object.clone(),
             stored: None,
@@ -286,6 +298,12 @@ impl Sink for MemorySink {
 }
 
 impl State {
+    fn record(&mut self, record: WriteRecord) {
+        if self.logging {
+            self.log.push(record);
+        }
+    }
+
     /// An update as the API server applies it: preconditions, immutable fields, generation.
     fn update(&mut self, object: &Object) -> Result<Object, WriteError> {
         let st = self;

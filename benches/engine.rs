@@ -1,0 +1,181 @@
+//! The engine end to end: index, queue, parallel reconcile and the in-memory API server.
+//! - cold start: every service of a generated cluster synced against slices that are already
+//!   correct (must write nothing) and against none (all creates), at 150,000 pods / 10,000 services
+//!   and 1,000,000 pods / 100,000 services;
+//! - one pod becoming ready in a 5,000-pod service: pod event, queue, sync, write;
+//! - steady churn: readiness flips of random pods through the whole engine, events per second.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+
+use sliced::change::Change;
+use sliced::engine::{Engine, EngineOptions};
+use sliced::model::{Name, Pod};
+use sliced::queue::{Clock, VirtualClock};
+use sliced::sim;
+use sliced::sink::memory::MemorySink;
+use sliced::snapshot::Snapshot;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+fn engine() -> Engine {
+    let clock: Arc<dyn Clock> = Arc::new(VirtualClock::new());
+    Engine::new(EngineOptions::default(), clock)
+}
+
+/// An engine that has seen every object of the snapshot (and so queued every service).
+fn loaded(snapshot: &Snapshot) -> Engine {
+    let engine = engine();
+    for node in &snapshot.nodes {
+        engine.handle(&Change::Node(node.clone()));
+    }
+    for service in &snapshot.services {
+        engine.handle(&Change::Service(service.clone()));
+    }
+    for pod in &snapshot.pods {
+        engine.handle(&Change::Pod(pod.clone()));
+    }
+    engine
+}
+
+/// An in-memory API server that keeps no log of writes: benches never read it.
+fn quiet_sink() -> MemorySink {
+    let sink = MemorySink::new(1);
+    sink.set_logging(false);
+    sink
+}
+
+/// Syncs until nothing is ready; returns the number of writes.
+fn drain(engine: &Engine, sink: &MemorySink) -> usize {
+    let mut writes = 0;
+    loop {
+        let records = engine.sync_ready(sink);
+        if records.is_empty() {
+            return writes;
+        }
+        writes += records.iter().map(|r| r.writes.len()).sum::<usize>();
+    }
+}
+
+fn requeue_all(engine: &Engine, snapshot: &Snapshot) {
+    for service in &snapshot.services {
+        engine.handle(&Change::Service(service.clone()));
+    }
+}
+
+fn cold_start(c: &mut Criterion, pods: usize, services: usize) {
+    let snapshot = sim::cluster(pods, services, 1);
+    let mut group = c.benchmark_group(format!("cold_start/{pods}_pods"));
+    group.sample_size(10);
+    group.measurement_time(Duration::from_secs(20));
+    group.throughput(Throughput::Elements(pods as u64));
+
+    // Slices already correct: a restart over a settled cluster. One engine, synced once to write
+    // the slices; each iteration queues every service again and must write nothing.
+    let engine = loaded(&snapshot);
+    let sink = quiet_sink();
+    drain(&engine, &sink);
+    group.bench_function("slices_correct", |b| {
+        b.iter(|| {
+            requeue_all(&engine, &snapshot);
+            let writes = drain(&engine, &sink);
+            assert_eq!(writes, 0, "a settled cluster needs no write");
+        })
+    });
+    drop(engine);
+
+    group.bench_function("no_slices", |b| {
+        b.iter_batched(
+            || (loaded(&snapshot), quiet_sink()),
+            |(engine, sink)| {
+                let writes = drain(&engine, &sink);
+                assert!(writes >= services);
+                (engine, sink)
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+fn cold_start_150k(c: &mut Criterion) {
+    cold_start(c, 150_000, 10_000);
+}
+
+fn cold_start_1m(c: &mut Criterion) {
+    cold_start(c, 1_000_000, 100_000);
+}
+
+/// Flips the readiness of `pod`, with a new resourceVersion as the API server would give.
+fn flipped(pod: &Pod, rv: u64) -> Pod {
+    let mut p = pod.clone();
+    p.ready = !p.ready;
+    p.meta.resource_version = Name::new(&rv.to_string());
+    p
+}
+
+fn one_pod_ready(c: &mut Criterion) {
+    let scenario = sim::single_service(5_000);
+    let snapshot = Snapshot {
+        services: vec![scenario.service.clone()],
+        pods: scenario.pods.clone(),
+        nodes: scenario.nodes.values().cloned().collect(),
+        ..Snapshot::default()
+    };
+    let engine = loaded(&snapshot);
+    let sink = quiet_sink();
+    drain(&engine, &sink);
+    let mut pod = scenario.pods[2_500].clone();
+    let mut rv = 1_000u64;
+    let mut group = c.benchmark_group("one_pod_ready");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("5000_pod_service", |b| {
+        b.iter(|| {
+            rv += 1;
+            pod = flipped(&pod, rv);
+            engine.handle(&Change::Pod(pod.clone()));
+            let writes = drain(&engine, &sink);
+            assert_eq!(writes, 1);
+        })
+    });
+    group.finish();
+}
+
+fn steady_churn(c: &mut Criterion) {
+    let snapshot = sim::cluster(100_000, 1_000, 1);
+    let engine = loaded(&snapshot);
+    let sink = quiet_sink();
+    drain(&engine, &sink);
+    let mut pods: Vec<Pod> = snapshot.pods.clone();
+    let mut rv = 1_000u64;
+    let mut next = 0usize;
+    const EVENTS: usize = 10_000;
+    let mut group = c.benchmark_group("steady_churn");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(EVENTS as u64));
+    group.bench_function("readiness_flips_100k_pods", |b| {
+        b.iter(|| {
+            // A stride through the pods spreads the events over many services, as real churn does.
+            for _ in 0..EVENTS {
+                next = (next + 7_919) % pods.len();
+                rv += 1;
+                pods[next] = flipped(&pods[next], rv);
+                engine.handle(&Change::Pod(pods[next].clone()));
+            }
+            drain(&engine, &sink);
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    one_pod_ready,
+    steady_churn,
+    cold_start_150k,
+    cold_start_1m
+);
+criterion_main!(benches);
