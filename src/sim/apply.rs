@@ -49,6 +49,25 @@ pub fn apply(snapshot: &mut Snapshot, change: &Change) -> Applied {
             }
             None => Applied::Missing,
         },
+        Change::Namespace(ns) => match snapshot.namespaces.iter().position(|o| o.name == ns.name) {
+            Some(i) => {
+                snapshot.namespaces[i] = ns.clone();
+                Applied::Replaced
+            }
+            None => {
+                snapshot.namespaces.push(ns.clone());
+                Applied::Created
+            }
+        },
+        Change::NamespaceDeleted { name } => {
+            match snapshot.namespaces.iter().position(|o| &o.name == name) {
+                Some(i) => {
+                    snapshot.namespaces.swap_remove(i);
+                    Applied::Deleted
+                }
+                None => Applied::Missing,
+            }
+        }
         Change::EndpointSlice(s) => upsert(&mut snapshot.endpoint_slices, s, |o| &o.meta),
         Change::EndpointSliceDeleted { namespace, name } => {
             remove(&mut snapshot.endpoint_slices, namespace, name, |o| &o.meta)
