@@ -58,21 +58,34 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let options = ReplayOptions {
-        engine: EngineOptions {
-            reconcile: Options {
-                max_endpoints_per_slice: args.max_endpoints_per_slice,
-                prefer_same_traffic_distribution: false,
-            },
-            batch_period: args.batch_period,
-            workers: args.workers,
-            ..EngineOptions::default()
-        },
+        engine: engine_options(
+            args.batch_period,
+            args.workers,
+            args.max_endpoints_per_slice,
+        ),
+        keep_records: true,
         until: args.until,
         seed: args.seed,
     };
     let result = replay(&steps, &options);
     println!("{}", serde_json::to_string_pretty(&render(&result)?)?);
     Ok(ExitCode::SUCCESS)
+}
+
+pub fn engine_options(
+    batch_period: Duration,
+    workers: usize,
+    max_per_slice: usize,
+) -> EngineOptions {
+    EngineOptions {
+        reconcile: Options {
+            max_endpoints_per_slice: max_per_slice,
+            prefer_same_traffic_distribution: false,
+        },
+        batch_period,
+        workers,
+        ..EngineOptions::default()
+    }
 }
 
 fn render(r: &ReplayResult) -> anyhow::Result<Value> {

@@ -1,31 +1,46 @@
-//! `sliced simulate`: a synthetic cluster reconciled in memory, with no API server.
+//! `sliced simulate`: a synthetic cluster kept in step by the engine, in memory and in virtual time.
 //!
-//! This first form runs three full passes over a generated cluster: a cold start (every slice
-//! created), a restart over correct slices (which must write nothing), and a pass after 1% of the
-//! pods stop being ready. The engine-driven replay of churn traces comes with the engine.
+//! The cluster comes from a small spec (`--spec`, or the built-in default of 100,000 pods); the run
+//! is a cold start (every object arrives at time zero) followed by a churn trace, all replayed
+//! through the engine and an in-memory API server. The summary ends with a check that the slices
+//! hold what a fresh full reconcile of the final state would put in them.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use sliced::reconcile::Options;
-use sliced::sim;
-use sliced::sink::{Object, Verb};
-use sliced::snapshot::{Snapshot, SnapshotResult, reconcile_snapshot};
+use sliced::change::Change;
+use sliced::model::EndpointSlice;
+use sliced::replay::{Action, ReplayOptions, Step, replay_with_progress};
+use sliced::sim::{self, ClusterSpec, TraceKind};
+use sliced::sink::Object;
+use sliced::snapshot::{Snapshot, reconcile_snapshot};
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
-    /// Pods in the generated cluster.
-    #[arg(long, default_value_t = 100_000)]
-    pods: usize,
-    /// Services in the generated cluster.
-    #[arg(long, default_value_t = 1_000)]
-    services: usize,
-    /// Seed of the generator and of generated names.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Pods in the generated cluster (overrides the spec).
+    #[arg(long)]
+    pods: Option<usize>,
+    /// Services in the generated cluster (overrides the spec).
+    #[arg(long)]
+    services: Option<usize>,
+    /// Seed of the generator, the trace and generated names (overrides the spec).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// A cluster spec (YAML), such as fixtures/sim/default.yaml.
+    #[arg(long, value_name = "FILE")]
+    spec: Option<String>,
+    /// The churn trace: mixed, rolling-update, scale, node-loss, readiness-flap, label-move.
+    #[arg(long, default_value = "mixed")]
+    trace: TraceKind,
+    /// Steps in the churn trace.
+    #[arg(long, default_value_t = 50_000)]
+    steps: usize,
     /// The most endpoints one EndpointSlice holds.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     max_endpoints_per_slice: u32,
@@ -44,54 +59,13 @@ pub struct SimulateArgs {
     /// Controllers to run, comma-separated: endpointslice, endpoints, mirroring (default: all).
     #[arg(long, default_value = "all")]
     controllers: String,
-    /// With --events: stop at this virtual time even if work remains.
+    /// Stop at this virtual time even if work remains.
     #[arg(long, value_parser = parse_duration_arg)]
     until: Option<Duration>,
 }
 
 fn parse_duration_arg(s: &str) -> Result<Duration, String> {
     sliced::replay::parse_duration(s).map_err(|e| e.to_string())
-}
-
-struct Pass {
-    name: &'static str,
-    elapsed: Duration,
-    creates: usize,
-    updates: usize,
-    deletes: usize,
-    errors: usize,
-}
-
-fn pass(
-    name: &'static str,
-    snapshot: &Snapshot,
-    options: &Options,
-    seed: u64,
-) -> (Pass, SnapshotResult) {
-    let start = Instant::now();
-    let result = reconcile_snapshot(snapshot, options, seed);
-    let elapsed = start.elapsed();
-    let count = |v: Verb| result.writes.iter().filter(|w| w.verb == v).count();
-    let p = Pass {
-        name,
-        elapsed,
-        creates: count(Verb::Create),
-        updates: count(Verb::Update),
-        deletes: count(Verb::Delete),
-        errors: result.errors.len(),
-    };
-    (p, result)
-}
-
-fn slices_of(result: &SnapshotResult) -> Vec<sliced::model::EndpointSlice> {
-    result
-        .objects
-        .iter()
-        .filter_map(|o| match o {
-            Object::EndpointSlice(s) => Some(s.clone()),
-            Object::Endpoints(_) => None,
-        })
-        .collect()
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -106,93 +80,235 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             workers: args.workers as usize,
             max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
             until: args.until,
-            seed: args.seed,
+            seed: args.seed.unwrap_or(0),
         });
     }
-    let options = Options {
-        max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
-        prefer_same_traffic_distribution: false,
+    let mut spec = match &args.spec {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            match ClusterSpec::from_yaml(&text) {
+                Ok(spec) => spec,
+                Err(e) => {
+                    eprintln!("error: {path}: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
+        None => ClusterSpec::default(),
     };
-    let started = Instant::now();
-    let mut snapshot = sim::cluster(args.pods, args.services, args.seed);
-    let generated = started.elapsed();
+    if let Some(pods) = args.pods {
+        spec.pods = pods;
+    }
+    if let Some(services) = args.services {
+        spec.services = services;
+    }
+    if let Some(seed) = args.seed {
+        spec.seed = seed;
+    }
     let text = args.output == "text";
+    let rss_start = resident_bytes();
+
+    let started = Instant::now();
+    let cluster = sim::generate(&spec);
+    let trace = sim::trace(&cluster, args.trace, spec.seed, args.steps);
+    let generated = started.elapsed();
+    let snapshot = &cluster.snapshot;
     if text {
         println!(
-            "cluster: {} pods, {} services, {} nodes (generated in {:.0?})",
+            "cluster: {} pods, {} services, {} nodes; trace: {} steps of {} (generated in {:.1?})",
             snapshot.pods.len(),
             snapshot.services.len(),
             snapshot.nodes.len(),
+            trace.len(),
+            args.trace,
             generated
         );
     }
 
-    let (cold, result) = pass("cold start", &snapshot, &options, args.seed);
-    snapshot.endpoint_slices = slices_of(&result);
-    let (restart, _) = pass("restart, slices correct", &snapshot, &options, args.seed);
-    for pod in snapshot.pods.iter_mut().step_by(100) {
-        pod.ready = false;
-    }
-    let (churn, result) = pass("1% of pods not ready", &snapshot, &options, args.seed);
-    let final_slices = slices_of(&result);
-    snapshot.endpoint_slices = Vec::new();
-    let (_, fresh) = pass("fresh", &snapshot, &options, args.seed);
-    let agrees = same_content(&final_slices, &slices_of(&fresh));
+    // Everything exists at time zero; the trace starts once the cold start has settled.
+    let offset = Duration::from_secs(60);
+    let mut steps = initial_steps(snapshot);
+    let cold_steps = steps.len();
+    steps.extend(trace.iter().map(|s| Step {
+        at: s.at + offset,
+        action: action_of(&s.change),
+    }));
 
-    let passes = [cold, restart, churn];
-    let pods = snapshot.pods.len().max(1) as f64;
+    let options = ReplayOptions {
+        engine: super::replay::engine_options(
+            args.batch_period,
+            args.workers as usize,
+            args.max_endpoints_per_slice as usize,
+        ),
+        keep_records: false,
+        until: args.until,
+        seed: spec.seed,
+    };
+    let bar = progress_bar(text, steps.len());
+    let mut last_line = Instant::now();
+    let result = replay_with_progress(&steps, &options, &mut |done, total| match &bar {
+        Some(bar) => bar.set_position(done as u64),
+        None => {
+            if text && (done == total || last_line.elapsed() >= Duration::from_secs(5)) {
+                println!("replayed {done}/{total} steps");
+                last_line = Instant::now();
+            }
+        }
+    });
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let peak = peak_resident_bytes();
+
+    // The oracle: the final state, reconciled afresh from nothing.
+    let mut final_state = snapshot.clone();
+    sim::apply_all(&mut final_state, trace.iter().map(|s| &s.change));
+    let options_fresh = sliced::reconcile::Options {
+        max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
+        prefer_same_traffic_distribution: false,
+    };
+    let fresh = reconcile_snapshot(&final_state, &options_fresh, spec.seed);
+    let agrees = same_content(&slices_of(&result.objects), &slices_of(&fresh.objects));
+
+    let pods = snapshot.pods.len().max(1);
+    let replay_secs = result.elapsed.as_secs_f64().max(1e-9);
+    let mut times = result.sync_times.clone();
+    times.sort();
+    let pct = |p: f64| {
+        times
+            .get(((times.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    };
+    let [creates, updates, deletes] = result.write_counts;
+    let growth = peak.zip(rss_start).map(|(p, s)| p.saturating_sub(s));
     if text {
-        for p in &passes {
+        println!(
+            "replayed {} steps ({} cold start, {} churn) in {:.2?}: {:.0} events/s",
+            steps.len(),
+            cold_steps,
+            trace.len(),
+            result.elapsed,
+            steps.len() as f64 / replay_secs
+        );
+        println!(
+            "syncs: {} ({} errors, {} stale, {} dropped); writes: {creates} create, {updates} update, {deletes} delete",
+            result.stats.syncs, result.stats.sync_errors, result.stats.stale, result.stats.dropped
+        );
+        println!(
+            "sync time: p50 {:.1?}, p90 {:.1?}, p99 {:.1?}, max {:.1?}",
+            pct(0.5),
+            pct(0.9),
+            pct(0.99),
+            pct(1.0)
+        );
+        if let (Some(peak), Some(growth)) = (peak, growth) {
             println!(
-                "{:<26} {:>9.1?}  {:>7.0} ns/pod  writes: {} create, {} update, {} delete; {} errors",
-                p.name,
-                p.elapsed,
-                p.elapsed.as_nanos() as f64 / pods,
-                p.creates,
-                p.updates,
-                p.deletes,
-                p.errors
+                "peak memory: {:.0} MiB resident; {} bytes per pod (whole process, above start)",
+                peak as f64 / 1048576.0,
+                growth / pods as u64
             );
         }
         println!(
-            "endpoints after churn equal a fresh full reconcile: {}",
+            "slices equal a fresh full reconcile of the final state: {}",
             if agrees { "yes" } else { "NO" }
         );
     } else {
-        let summary: Vec<_> = passes
-            .iter()
-            .map(|p| {
-                json!({"pass": p.name, "seconds": p.elapsed.as_secs_f64(),
-                       "creates": p.creates, "updates": p.updates, "deletes": p.deletes,
-                       "errors": p.errors})
-            })
-            .collect();
-        let doc = json!({"pods": snapshot.pods.len(), "services": snapshot.services.len(),
-                         "passes": summary, "matches_fresh_reconcile": agrees});
+        let doc = json!({
+            "pods": snapshot.pods.len(),
+            "services": snapshot.services.len(),
+            "nodes": snapshot.nodes.len(),
+            "steps": steps.len(),
+            "cold_start_steps": cold_steps,
+            "replay_seconds": result.elapsed.as_secs_f64(),
+            "events_per_second": steps.len() as f64 / replay_secs,
+            "syncs": result.stats.syncs,
+            "sync_errors": result.stats.sync_errors,
+            "stale": result.stats.stale,
+            "dropped": result.stats.dropped,
+            "writes": {"create": creates, "update": updates, "delete": deletes},
+            "sync_seconds": {"p50": pct(0.5).as_secs_f64(), "p90": pct(0.9).as_secs_f64(),
+                             "p99": pct(0.99).as_secs_f64(), "max": pct(1.0).as_secs_f64()},
+            "peak_resident_bytes": peak,
+            "bytes_per_pod": growth.map(|g| g / pods as u64),
+            "matches_fresh_reconcile": agrees,
+        });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     }
-    let restart_wrote = passes[1].creates + passes[1].updates + passes[1].deletes > 0;
-    Ok(if agrees && !restart_wrote {
+    Ok(if agrees {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
 }
 
-/// The same endpoints per service, address type and ready state, whatever the slice layout.
-fn same_content(a: &[sliced::model::EndpointSlice], b: &[sliced::model::EndpointSlice]) -> bool {
-    let key = |slices: &[sliced::model::EndpointSlice]| {
+fn progress_bar(text: bool, total: usize) -> Option<ProgressBar> {
+    if !text || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = ProgressBar::new(total as u64);
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} steps {per_sec} {eta}") {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+/// Every object of the snapshot, arriving at time zero: nodes, then services, then pods.
+fn initial_steps(snapshot: &Snapshot) -> Vec<Step> {
+    let apply = |change| Step {
+        at: Duration::ZERO,
+        action: Action::Apply(change),
+    };
+    let mut steps: Vec<Step> = Vec::with_capacity(snapshot.len());
+    steps.extend(
+        snapshot
+            .nodes
+            .iter()
+            .map(|n| apply(Change::Node(n.clone()))),
+    );
+    steps.extend(
+        snapshot
+            .services
+            .iter()
+            .map(|s| apply(Change::Service(s.clone()))),
+    );
+    steps.extend(snapshot.pods.iter().map(|p| apply(Change::Pod(p.clone()))));
+    steps
+}
+
+fn action_of(change: &Change) -> Action {
+    match change {
+        Change::Service(_)
+        | Change::Pod(_)
+        | Change::Node(_)
+        | Change::Namespace(_)
+        | Change::EndpointSlice(_)
+        | Change::Endpoints(_) => Action::Apply(change.clone()),
+        _ => Action::Delete(change.clone()),
+    }
+}
+
+fn slices_of(objects: &[Object]) -> Vec<&EndpointSlice> {
+    objects.iter().filter_map(|o| o.as_slice()).collect()
+}
+
+/// The same endpoints per service and address type, with the same conditions, node and zone,
+/// whatever the slice layout.
+fn same_content(a: &[&EndpointSlice], b: &[&EndpointSlice]) -> bool {
+    let key = |slices: &[&EndpointSlice]| {
         let mut v: Vec<String> = slices
             .iter()
             .flat_map(|s| {
                 s.endpoints.iter().map(move |e| {
                     format!(
-                        "{}/{:?}/{:?}/{:?}/{:?}",
+                        "{}/{:?}/{}/{:?}/{:?}/{:?}/{:?}",
                         s.meta.namespace,
                         s.service_name(),
                         s.address_type,
                         e.addresses,
-                        e.conditions
+                        e.conditions,
+                        e.node_name,
+                        e.zone
                     )
                 })
             })
@@ -201,4 +317,20 @@ fn same_content(a: &[sliced::model::EndpointSlice], b: &[sliced::model::Endpoint
         v
     };
     key(a) == key(b)
+}
+
+/// Resident memory now and at its peak, from /proc (Linux); None elsewhere.
+fn proc_status(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+fn resident_bytes() -> Option<u64> {
+    proc_status("VmRSS:")
+}
+
+fn peak_resident_bytes() -> Option<u64> {
+    proc_status("VmHWM:")
 }

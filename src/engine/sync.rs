@@ -1,7 +1,7 @@
 //! One batch of service syncs: plans computed in parallel, applied in order, results fed back.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
@@ -42,6 +42,8 @@ pub struct SyncRecord {
     pub message: Option<String>,
     /// Accepted writes, in order, as the API server returned them.
     pub writes: Vec<AppliedWrite>,
+    /// Wall-clock time the sync took: computing the plan and carrying it out.
+    pub took: Duration,
 }
 
 enum Prepared {
@@ -61,13 +63,21 @@ impl Engine {
         if keys.is_empty() {
             return Vec::new();
         }
-        let prepared: Vec<Prepared> = self
-            .pool
-            .install(|| keys.par_iter().map(|k| self.prepare(k)).collect());
+        let prepared: Vec<(Prepared, Duration)> = self.pool.install(|| {
+            keys.par_iter()
+                .map(|k| {
+                    let started = Instant::now();
+                    let plan = self.prepare(k);
+                    (plan, started.elapsed())
+                })
+                .collect()
+        });
         let at = self.clock.now();
         let mut records = Vec::with_capacity(keys.len());
-        for (key, prepared) in keys.into_iter().zip(prepared) {
-            let record = self.finish(&key, prepared, sink, at);
+        for (key, (prepared, planning)) in keys.into_iter().zip(prepared) {
+            let started = Instant::now();
+            let mut record = self.finish(&key, prepared, sink, at);
+            record.took = planning + started.elapsed();
             self.queue.done(&key);
             records.push(record);
         }
@@ -143,6 +153,7 @@ impl Engine {
             outcome: SyncOutcome::Success,
             message: None,
             writes: Vec::new(),
+            took: Duration::ZERO,
         };
         let error = match prepared {
             Prepared::Nothing => None,

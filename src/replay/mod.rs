@@ -11,7 +11,7 @@ use crate::change::Change;
 use crate::sink::{Kind, Verb, WriteError};
 
 pub use duration::{DurationError, format_seconds, parse_duration};
-pub use run::{ReplayOptions, ReplayResult, TimedWrite, replay};
+pub use run::{ReplayOptions, ReplayResult, TimedWrite, replay, replay_with_progress};
 
 /// What a step does.
 #[derive(Clone, Debug)]

@@ -13,13 +13,26 @@ use crate::reconcile::Event;
 use crate::sink::memory::MemorySink;
 use crate::sink::{Object, Verb};
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ReplayOptions {
     pub engine: EngineOptions,
+    /// Keep every write and sync record (the `--events` output); a long run keeps only counts.
+    pub keep_records: bool,
     /// Stop at this virtual time even if work remains.
     pub until: Option<Duration>,
     /// Seed of generated names.
     pub seed: u64,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            engine: EngineOptions::default(),
+            keep_records: true,
+            until: None,
+            seed: 0,
+        }
+    }
 }
 
 /// A write the API server accepted, at a virtual time, as the controller sent it.
@@ -38,6 +51,10 @@ pub struct ReplayResult {
     pub objects: Vec<Object>,
     pub events: Vec<(ServiceKey, Event)>,
     pub stats: EngineStats,
+    /// Accepted writes by verb: create, update, delete.
+    pub write_counts: [usize; 3],
+    /// Wall-clock time of every sync.
+    pub sync_times: Vec<Duration>,
     pub steps: usize,
     /// Virtual time at the end.
     pub ended_at: Duration,
@@ -51,6 +68,15 @@ const EPOCH_SECONDS: i64 = 1_767_225_600;
 /// Replays `steps` (in time order; equal times in file order) through a fresh engine and an
 /// in-memory API server, in virtual time, until nothing is queued or delayed, or `until`.
 pub fn replay(steps: &[Step], options: &ReplayOptions) -> ReplayResult {
+    replay_with_progress(steps, options, &mut |_, _| {})
+}
+
+/// `replay`, telling `progress` (steps applied, steps in all) as virtual time moves on.
+pub fn replay_with_progress(
+    steps: &[Step],
+    options: &ReplayOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> ReplayResult {
     let started = Instant::now();
     let clock = Arc::new(VirtualClock::new());
     let engine = Engine::new(
@@ -58,6 +84,7 @@ pub fn replay(steps: &[Step], options: &ReplayOptions) -> ReplayResult {
         clock.clone() as Arc<dyn crate::queue::Clock>,
     );
     let sink = MemorySink::new(options.seed);
+    sink.set_logging(options.keep_records);
     let epoch = Timestamp::from_second(EPOCH_SECONDS).unwrap_or_default();
     let mut world = World::new(epoch);
     let mut order: Vec<&Step> = steps.iter().collect();
@@ -75,9 +102,13 @@ pub fn replay(steps: &[Step], options: &ReplayOptions) -> ReplayResult {
                 .checked_add(jiff::SignedDuration::try_from(now).unwrap_or_default())
                 .unwrap_or(epoch),
         );
+        let before = next;
         while next < order.len() && order[next].at <= now {
             world.apply(&order[next].action, now, &engine, &sink);
             next += 1;
+        }
+        if next != before {
+            progress(next, order.len());
         }
         // A sync takes no virtual time: run everything ready now.
         loop {
@@ -85,14 +116,22 @@ pub fn replay(steps: &[Step], options: &ReplayOptions) -> ReplayResult {
             if records.is_empty() {
                 break;
             }
-            result
-                .writes
-                .extend(sink.take_writes().into_iter().map(|w| TimedWrite {
-                    at: now,
-                    verb: w.verb,
-                    object: w.sent,
-                }));
-            result.syncs.extend(records);
+            for r in &records {
+                result.sync_times.push(r.took);
+                for w in &r.writes {
+                    result.write_counts[w.verb as usize] += 1;
+                }
+            }
+            if options.keep_records {
+                result
+                    .writes
+                    .extend(sink.take_writes().into_iter().map(|w| TimedWrite {
+                        at: now,
+                        verb: w.verb,
+                        object: w.sent,
+                    }));
+                result.syncs.extend(records);
+            }
         }
         let wake = [order.get(next).map(|s| s.at), engine.next_ready_at()]
             .into_iter()
