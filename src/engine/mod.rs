@@ -1,6 +1,7 @@
 //! The engine: changes in, batches of ready services reconciled in parallel, writes out, results back
 //! to the queue. One engine serves `simulate`, the replay of traces and (later) `run`.
 
+mod incremental;
 mod sync;
 
 use std::collections::HashMap;
@@ -63,6 +64,8 @@ type NodeMap = HashMap<Name, Node, ahash::RandomState>;
 
 pub struct Engine {
     options: EngineOptions,
+    changes: incremental::ChangeLog,
+    locator: incremental::Locator,
     nodes: RwLock<Arc<NodeMap>>,
     index: Index,
     queue: WorkQueue<ServiceKey>,
@@ -93,6 +96,8 @@ impl Engine {
             queue: WorkQueue::new(QueueConfig::default(), Arc::clone(&clock)),
             options,
             index: Index::new(),
+            changes: incremental::ChangeLog::default(),
+            locator: incremental::Locator::default(),
             nodes: RwLock::new(Arc::new(NodeMap::default())),
             slices: EndpointSliceTracker::new(),
             triggers: Mutex::new(TriggerTimeTracker::new()),
@@ -133,23 +138,26 @@ impl Engine {
             Change::Service(service) => {
                 let key = ServiceKey::of(service);
                 self.index.services().apply(service.clone());
+                self.changes.force_full(&key);
                 self.queue.add(key);
             }
             Change::ServiceDeleted { namespace, name } => {
                 self.index.services().delete(namespace, name);
-                self.queue.add(ServiceKey::new(namespace, name));
+                let key = ServiceKey::new(namespace, name);
+                self.changes.force_full(&key);
+                self.queue.add(key);
             }
             Change::Pod(pod) => {
                 let (_, projection) = self.index.pods().apply_projected(pod.clone());
                 if let Some(projection) = projection {
-                    self.queue_for_projection(&projection);
+                    self.queue_for_projection(&projection, &pod.meta.name);
                 }
             }
             Change::PodDeleted { namespace, name } => {
                 if let Some(old) = self.index.pods().delete(namespace, name)
                     && let Some(projection) = pod_projection(Some(&old), None)
                 {
-                    self.queue_for_projection(&projection);
+                    self.queue_for_projection(&projection, name);
                 }
             }
             Change::Node(node) => {
@@ -163,6 +171,7 @@ impl Engine {
                     drop(nodes);
                     let topology_changed =
                         old.is_none_or(|old| old.ready != node.ready || old.zone() != node.zone());
+                    self.changes.nodes_changed();
                     if topology_changed {
                         self.recompute_topology();
                     }
@@ -175,11 +184,15 @@ impl Engine {
                     map.remove(name);
                     *nodes = Arc::new(map);
                     drop(nodes);
+                    self.changes.nodes_changed();
                     self.recompute_topology();
                 }
             }
             Change::EndpointSlice(slice) => {
                 let old = self.index.slices().apply(slice.clone());
+                let managed = crate::index::is_managed(slice);
+                self.locator
+                    .slice_changed(old.as_deref(), managed.then_some(slice));
                 let keys: tracker::Queued = match &old {
                     None => tracker::on_slice_add(&self.slices, slice)
                         .transpose()
@@ -189,14 +202,18 @@ impl Engine {
                 };
                 // A slice without its service-name label names no service to sync.
                 for key in keys.into_iter().flatten() {
+                    // Someone else's edit: the slices may not be what the last sync left.
+                    self.changes.force_full(&key);
                     self.queue.add_after(key, self.slice_delay());
                 }
             }
             Change::EndpointSliceDeleted { namespace, name } => {
-                if let Some(old) = self.index.slices().delete(namespace, name)
-                    && let Ok(Some(key)) = tracker::on_slice_delete(&self.slices, &old)
-                {
-                    self.queue.add_after(key, self.slice_delay());
+                if let Some(old) = self.index.slices().delete(namespace, name) {
+                    self.locator.slice_changed(Some(&old), None);
+                    if let Ok(Some(key)) = tracker::on_slice_delete(&self.slices, &old) {
+                        self.changes.force_full(&key);
+                        self.queue.add_after(key, self.slice_delay());
+                    }
                 }
             }
             // Namespaces matter to the API server (creates into a terminating one fail), and
@@ -208,8 +225,9 @@ impl Engine {
         }
     }
 
-    fn queue_for_projection(&self, projection: &PodProjection) {
+    fn queue_for_projection(&self, projection: &PodProjection, pod: &Name) {
         for key in self.index.services_to_update(projection) {
+            self.changes.pod_changed(&key, pod);
             self.queue.add_after(key, self.options.batch_period);
         }
     }
@@ -225,6 +243,7 @@ impl Engine {
         };
         for key in overloaded {
             if let Some(key) = ServiceKey::parse(&key) {
+                self.changes.force_full(&key);
                 self.queue.add(key);
             }
         }

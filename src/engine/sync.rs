@@ -93,6 +93,8 @@ impl Engine {
                 .lock()
                 .delete_service(&key.namespace, &key.name);
             self.topology.write().remove_service(&key.to_string());
+            self.changes.forget(key);
+            self.locator.forget(key);
             return Prepared::Nothing;
         };
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
@@ -199,6 +201,10 @@ impl Engine {
                 SyncOutcome::Error => stats.sync_errors += 1,
                 SyncOutcome::Stale => stats.stale += 1,
             }
+        }
+        match &error {
+            None => self.changes.synced(key),
+            Some(_) => self.changes.failed(key),
         }
         match error {
             None => self.queue.forget(key),

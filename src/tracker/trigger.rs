@@ -96,6 +96,48 @@ impl TriggerTimeTracker {
         }
     }
 
+    /// [`compute`](Self::compute) for a sync where only the `changed` pods moved since the last
+    /// one (`None`: deleted or no longer selected): the same result without walking every pod.
+    /// Returns `None` when the service has no state yet, so the caller must use `compute`.
+    pub fn compute_changed(
+        &self,
+        namespace: &Name,
+        name: &Name,
+        service: &Service,
+        changed: &[(Name, Option<&Pod>)],
+    ) -> Option<Option<Timestamp>> {
+        let id = ServiceId::from_names(namespace.clone(), name.clone());
+        let mut state = self.services.get_mut(&id)?;
+        let mut earliest_change: Option<Timestamp> = None;
+        let mut note = |t: Timestamp| {
+            earliest_change = Some(earliest_change.map_or(t, |e| e.min(t)));
+        };
+        for (pod_name, pod) in changed {
+            match pod.and_then(|p| p.ready_transition) {
+                None => {
+                    state.pods.remove(pod_name.as_str());
+                }
+                Some(t) => {
+                    if state
+                        .pods
+                        .insert(pod_name.clone(), t)
+                        .is_none_or(|before| t > before)
+                    {
+                        note(t);
+                    }
+                }
+            }
+        }
+        let service_time = service.meta.creation_timestamp;
+        if let Some(t) = service_time
+            && state.service.is_none_or(|b| t > b)
+        {
+            note(t);
+        }
+        state.service = service_time;
+        Some(earliest_change)
+    }
+
     /// Drops the service's state; its next computation is a first one.
     pub fn delete_service(&self, namespace: &Name, name: &Name) {
         self.services

@@ -217,3 +217,53 @@ fn services_are_independent() {
     tracker.delete_service(&n("ns"), &n("a"));
     assert_eq!(tracker.len(), 1);
 }
+
+#[test]
+fn compute_changed_equals_compute_for_the_changed_pods() {
+    use sliced::model::{Name, Pod, Timestamp};
+    let ts = |s: i64| Timestamp::from_second(1_800_000_000 + s).ok();
+    let service = {
+        let mut s = sliced::model::Service::default();
+        s.meta.namespace = Name::from("ns");
+        s.meta.name = Name::from("svc");
+        s.meta.creation_timestamp = ts(0);
+        s
+    };
+    let pod = |name: &str, t: Option<i64>| {
+        let mut p = Pod::default();
+        p.meta.namespace = Name::from("ns");
+        p.meta.name = Name::new(name);
+        p.ready_transition = t.and_then(ts);
+        p
+    };
+    let (ns, name) = (Name::from("ns"), Name::from("svc"));
+    let before = [pod("a", Some(1)), pod("b", Some(2)), pod("c", None)];
+    // The same history through both paths.
+    let full = sliced::tracker::TriggerTimeTracker::new();
+    let incremental = sliced::tracker::TriggerTimeTracker::new();
+    let refs: Vec<&Pod> = before.iter().collect();
+    assert_eq!(full.compute(&ns, &name, &service, &refs), ts(0));
+    assert_eq!(incremental.compute(&ns, &name, &service, &refs), ts(0));
+
+    // b becomes ready later, c gets a transition, a is deleted, d is new.
+    let after = [pod("b", Some(5)), pod("c", Some(4)), pod("d", Some(7))];
+    let refs: Vec<&Pod> = after.iter().collect();
+    let changed: Vec<(Name, Option<&Pod>)> = vec![
+        (Name::new("a"), None),
+        (Name::new("b"), Some(&after[0])),
+        (Name::new("c"), Some(&after[1])),
+        (Name::new("d"), Some(&after[2])),
+    ];
+    let want = full.compute(&ns, &name, &service, &refs);
+    assert_eq!(want, ts(4));
+    assert_eq!(
+        incremental.compute_changed(&ns, &name, &service, &changed),
+        Some(want)
+    );
+    // Nothing moved: no trigger time, on both paths.
+    assert_eq!(full.compute(&ns, &name, &service, &refs), None);
+    assert_eq!(incremental.compute_changed(&ns, &name, &service, &[]), Some(None));
+    // A service never computed: the caller must do the full computation.
+    let other = Name::from("other");
+    assert_eq!(incremental.compute_changed(&ns, &other, &service, &[]), None);
+}
