@@ -132,7 +132,7 @@ fn existing_identity(ep: &Endpoint) -> (Option<&Name>, Option<&Name>, Option<&Na
     )
 }
 
-fn is_same_endpoint(c: &Candidate, ep: &Endpoint) -> bool {
+pub(crate) fn is_same_endpoint(c: &Candidate, ep: &Endpoint) -> bool {
     let (hostname, namespace, name) = existing_identity(ep);
     hostname == c.hostname.and_then(non_empty)
         && namespace == non_empty(&c.pod.meta.namespace)
@@ -302,6 +302,12 @@ fn find_named_port(
 /// The endpoint ports for a pod: one per service port that resolves; a port whose named target the pod
 /// lacks is left out.
 pub fn endpoint_ports(service: &Service, pod: &Pod) -> Vec<EndpointPort> {
+    ports_with(service, &pod.named_ports)
+}
+
+/// [`endpoint_ports`] given the pod's named container ports: with only numeric target ports, the
+/// same for every pod.
+pub(crate) fn ports_with(service: &Service, named: &[ContainerPort]) -> Vec<EndpointPort> {
     if service.ports.is_empty() && service.cluster_ip == ClusterIp::Headless {
         return Vec::new();
     }
@@ -311,7 +317,7 @@ pub fn endpoint_ports(service: &Service, pod: &Pod) -> Vec<EndpointPort> {
         .filter_map(|sp| {
             let number = match &sp.target_port {
                 TargetPort::Number(n) => *n,
-                TargetPort::Name(name) => find_named_port(&pod.named_ports, sp, name)?,
+                TargetPort::Name(name) => find_named_port(named, sp, name)?,
             };
             Some(EndpointPort {
                 name: Some(sp.name.clone()),
@@ -325,7 +331,7 @@ pub fn endpoint_ports(service: &Service, pod: &Pod) -> Vec<EndpointPort> {
 
 /// The desired endpoint a pod gives for one IP family, or `None` when it has no address of that
 /// family.
-fn candidate<'a>(
+pub(crate) fn candidate<'a>(
     service: &Service,
     pod: &'a Pod,
     zone: Option<&'a Name>,
@@ -359,6 +365,24 @@ fn candidate<'a>(
             terminating: Some(terminating),
         },
     })
+}
+
+/// The zone of the pod's node, or the error that skips the pod: its node does not exist and the
+/// service does not publish not-ready addresses.
+pub(crate) fn pod_zone<'a>(
+    service: &Service,
+    pod: &Pod,
+    nodes: &'a dyn NodeLookup,
+) -> Result<Option<&'a Name>, String> {
+    let node_name = pod.node_name.as_deref().unwrap_or("");
+    let node = nodes.node(node_name);
+    if node.is_none() && !service.publish_not_ready_addresses {
+        return Err(format!(
+            "skipping Pod {} for Service {}/{}: Node {} Not Found",
+            pod.meta.name, service.meta.namespace, service.meta.name, node_name
+        ));
+    }
+    Ok(node.and_then(|n| n.zone()))
 }
 
 /// Builds the desired endpoints of `service` for one address family from the pods its selector
@@ -405,16 +429,13 @@ pub(crate) fn desired_endpoints<'a>(
             }
         };
 
-        let node_name = pod.node_name.as_deref().unwrap_or("");
-        let node = nodes.node(node_name);
-        if node.is_none() && !service.publish_not_ready_addresses {
-            errors.push(format!(
-                "skipping Pod {} for Service {}/{}: Node {} Not Found",
-                pod.meta.name, service.meta.namespace, service.meta.name, node_name
-            ));
-            continue;
-        }
-        let zone = node.and_then(|n| n.zone());
+        let zone = match pod_zone(service, pod, nodes) {
+            Ok(zone) => zone,
+            Err(error) => {
+                errors.push(error);
+                continue;
+            }
+        };
         if let Some(c) = candidate(service, pod, zone, family) {
             groups[group].desired.insert(c);
         }

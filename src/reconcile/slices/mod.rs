@@ -2,6 +2,7 @@
 //! as a plan of writes instead of API calls.
 
 mod desired;
+mod incremental;
 mod placement;
 
 use std::collections::{HashMap, HashSet};
@@ -19,6 +20,7 @@ use desired::{Desired, desired_endpoints, port_key};
 use placement::{SliceLabels, is_reserved_label, place};
 
 pub use desired::{endpoint_ports, pod_has_endpoint};
+pub use incremental::{IncrementalInput, reconcile_incremental};
 
 /// Finds nodes by name.
 pub trait NodeLookup: Sync {
@@ -150,6 +152,26 @@ fn placeholder_equal(a: &EndpointSlice, b: &EndpointSlice) -> bool {
         && a.endpoints == b.endpoints
 }
 
+/// A service with no endpoints of this type keeps one empty slice, so that consumers can tell "no
+/// endpoints" from "not yet reconciled". An identical one is left alone. `existing` counts every
+/// slice of the type, owned or not.
+fn placeholder_rule(
+    service: &Service,
+    address_type: &AddressType,
+    existing: usize,
+    labels: &Labels,
+    out: &mut AddressTypePlan,
+) {
+    if existing == out.deletes.len() && out.creates.is_empty() {
+        let placeholder = new_slice(service, address_type, Vec::new(), labels);
+        if out.deletes.len() == 1 && placeholder_equal(&out.deletes[0], &placeholder) {
+            out.deletes.clear();
+        } else {
+            out.creates.push(placeholder);
+        }
+    }
+}
+
 fn reconcile_address_type(
     input: &SyncInput,
     address_type: &AddressType,
@@ -208,16 +230,13 @@ fn reconcile_address_type(
         }
     }
 
-    // A service with no endpoints of this type keeps one empty slice, so that consumers can tell
-    // "no endpoints" from "not yet reconciled". An identical one is left alone.
-    if existing.len() == out.deletes.len() && out.creates.is_empty() {
-        let placeholder = new_slice(service, address_type, Vec::new(), &labels.desired);
-        if out.deletes.len() == 1 && placeholder_equal(&out.deletes[0], &placeholder) {
-            out.deletes.clear();
-        } else {
-            out.creates.push(placeholder);
-        }
-    }
+    placeholder_rule(
+        service,
+        address_type,
+        existing.len(),
+        &labels.desired,
+        &mut out,
+    );
 
     let changed: HashSet<&str, ahash::RandomState> = out
         .updates
@@ -248,16 +267,27 @@ fn reconcile_address_type(
     plan.events.extend(hints.events);
     plan.topology_changes.extend(hints.change);
 
-    drop_noop_updates(existing, &mut out);
-    recycle(service, &mut out);
+    finish(service, existing, input.trigger_time, &mut out);
+    plan.per_type.push(out);
+}
+
+/// The last steps of one address type, after placement and hints; shared with the incremental
+/// path. `existing` must hold at least the slices that `out` updates.
+fn finish(
+    service: &Service,
+    existing: &[&EndpointSlice],
+    trigger_time: Option<Timestamp>,
+    out: &mut AddressTypePlan,
+) {
+    drop_noop_updates(existing, out);
+    recycle(service, out);
     if service.meta.deletion_timestamp.is_some() {
         // Creating while the garbage collector deletes would race it.
         out.creates.clear();
     }
     for slice in out.creates.iter_mut().chain(out.updates.iter_mut()) {
-        set_trigger_time(slice, input.trigger_time);
+        set_trigger_time(slice, trigger_time);
     }
-    plan.per_type.push(out);
 }
 
 /// Drops updates that would write exactly what the slice already holds. Upstream sends them when its

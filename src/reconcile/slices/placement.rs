@@ -172,7 +172,7 @@ pub(crate) fn place(
 }
 
 /// A copy of a slice without its endpoints, which are about to be replaced.
-fn shell_of(slice: &EndpointSlice) -> EndpointSlice {
+pub(crate) fn shell_of(slice: &EndpointSlice) -> EndpointSlice {
     EndpointSlice {
         meta: slice.meta.clone(),
         generate_name: slice.generate_name.clone(),

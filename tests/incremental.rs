@@ -1,0 +1,821 @@
+//! The incremental reconcile against the full one: for random services and pods, after a full sync
+//! whose writes are applied, a few pods change; whenever the incremental reconcile answers, its plan
+//! must be the full reconcile's, write for write. And it must answer in the common cases.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use smallvec::SmallVec;
+
+use sliced::model::{
+    AddressType, ClusterIp, Hints, IpFamily, Labels, Meta, Name, Node, Pod, PodPhase, Protocol,
+    Service, ServicePort, TargetPort, Timestamp, intern, keys,
+};
+use sliced::reconcile::slices::{IncrementalInput, SyncInput, reconcile, reconcile_incremental};
+use sliced::reconcile::topology::TopologyCache;
+use sliced::reconcile::{Options, Plan, TopologyChange};
+
+type Nodes = HashMap<Name, Node, ahash::RandomState>;
+
+#[derive(Clone, Debug)]
+struct ServiceSpec {
+    /// 0: IPv4, 1: IPv6, 2: IPv4+IPv6, 3: IPv6+IPv4, 4: legacy headless (both), 5: legacy IPv6.
+    families: u8,
+    ports: usize,
+    headless: bool,
+    publish_not_ready: bool,
+    max: usize,
+    extra_label: bool,
+}
+
+#[derive(Clone, Debug)]
+struct PodSpec {
+    ready: bool,
+    terminating: bool,
+    terminal: bool,
+    v4: bool,
+    v6: bool,
+    node: usize,
+    hostname: bool,
+    /// The first letter of its name, so that new pods sort anywhere.
+    letter: u8,
+}
+
+#[derive(Clone, Debug)]
+enum Change {
+    Ready(usize),
+    Terminate(usize),
+    Ip(usize),
+    Add(PodSpec),
+    Delete(usize),
+    Leave(usize),
+    Node(usize, usize),
+    Fail(usize),
+}
+
+fn service_spec() -> impl Strategy<Value = ServiceSpec> {
+    (
+        0u8..6,
+        0usize..=2,
+        any::<bool>(),
+        any::<bool>(),
+        1usize..=10,
+        any::<bool>(),
+    )
+        .prop_map(
+            |(families, ports, headless, publish_not_ready, max, extra_label)| ServiceSpec {
+                families,
+                ports,
+                headless,
+                publish_not_ready,
+                max,
+                extra_label,
+            },
+        )
+}
+
+fn pod_spec() -> impl Strategy<Value = PodSpec> {
+    (
+        prop::bool::weighted(0.8),
+        prop::bool::weighted(0.1),
+        prop::bool::weighted(0.05),
+        prop::bool::weighted(0.9),
+        any::<bool>(),
+        0usize..3,
+        prop::bool::weighted(0.1),
+        b'a'..b'e',
+    )
+        .prop_map(
+            |(ready, terminating, terminal, v4, v6, node, hostname, letter)| PodSpec {
+                ready,
+                terminating,
+                terminal,
+                v4,
+                v6,
+                node,
+                hostname,
+                letter,
+            },
+        )
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        4 => any::<usize>().prop_map(Change::Ready),
+        1 => any::<usize>().prop_map(Change::Terminate),
+        1 => any::<usize>().prop_map(Change::Ip),
+        2 => pod_spec().prop_map(Change::Add),
+        1 => any::<usize>().prop_map(Change::Delete),
+        1 => any::<usize>().prop_map(Change::Leave),
+        1 => (any::<usize>(), 0usize..3).prop_map(|(i, n)| Change::Node(i, n)),
+        1 => any::<usize>().prop_map(Change::Fail),
+    ]
+}
+
+fn timestamp(s: i64) -> Option<Timestamp> {
+    Timestamp::from_second(1_700_000_000 + s).ok()
+}
+
+/// One service, its member pods (by name, so in the order the full reconcile gets them), the nodes,
+/// and its slices as the last sync left them (in name order, as the index gives them).
+struct World {
+    service: Service,
+    nodes: Nodes,
+    pods: BTreeMap<Name, Pod>,
+    slices: Vec<EndpointSliceObj>,
+    options: Options,
+    topology: TopologyCache,
+    next_ip: u32,
+    next_pod: u32,
+    next_slice: u32,
+}
+
+type EndpointSliceObj = sliced::model::EndpointSlice;
+
+fn make_service(spec: &ServiceSpec) -> Service {
+    let (families, cluster_ip): (SmallVec<[IpFamily; 2]>, ClusterIp) = match spec.families {
+        0 => (smallvec(&[IpFamily::V4]), v4_cluster_ip()),
+        1 => (smallvec(&[IpFamily::V6]), v6_cluster_ip()),
+        2 => (smallvec(&[IpFamily::V4, IpFamily::V6]), v4_cluster_ip()),
+        3 => (smallvec(&[IpFamily::V6, IpFamily::V4]), v6_cluster_ip()),
+        4 => (SmallVec::new(), ClusterIp::Headless),
+        _ => (SmallVec::new(), v6_cluster_ip()),
+    };
+    let cluster_ip = if spec.headless && spec.families < 4 {
+        ClusterIp::Headless
+    } else {
+        cluster_ip
+    };
+    let mut labels = vec![("app", "web")];
+    if spec.extra_label {
+        labels.push(("tier", "front"));
+    }
+    Service {
+        meta: Meta {
+            namespace: intern("default"),
+            name: intern("web"),
+            uid: Name::new("svc-uid"),
+            resource_version: intern("1"),
+            creation_timestamp: timestamp(0),
+            labels: Labels::from_pairs(labels),
+            ..Meta::default()
+        },
+        selector: Some(Labels::from_pairs([("app", "web")])),
+        cluster_ip,
+        ip_families: families,
+        ports: (0..spec.ports)
+            .map(|p| ServicePort {
+                name: intern(["http", "metrics"][p]),
+                port: 80 + p as i32,
+                target_port: TargetPort::Number(8080 + p as i32),
+                protocol: Protocol::Tcp,
+                app_protocol: None,
+                node_port: None,
+            })
+            .collect(),
+        publish_not_ready_addresses: spec.publish_not_ready,
+        ..Service::default()
+    }
+}
+
+fn smallvec(f: &[IpFamily]) -> SmallVec<[IpFamily; 2]> {
+    f.iter().copied().collect()
+}
+
+fn v4_cluster_ip() -> ClusterIp {
+    ClusterIp::Ip(IpAddr::V4(Ipv4Addr::new(10, 96, 0, 1)))
+}
+
+fn v6_cluster_ip() -> ClusterIp {
+    ClusterIp::Ip(IpAddr::V6(Ipv6Addr::new(0xfd00, 0x96, 0, 0, 0, 0, 0, 1)))
+}
+
+/// node-0 and node-1 in zones, node-2 without one.
+fn make_nodes() -> Nodes {
+    (0..3)
+        .map(|i| {
+            let labels = match i {
+                0 => Labels::from_pairs([(keys::LABEL_ZONE, "zone-a")]),
+                1 => Labels::from_pairs([(keys::LABEL_ZONE, "zone-b")]),
+                _ => Labels::new(),
+            };
+            let name = intern(&format!("node-{i}"));
+            let node = Node {
+                name: name.clone(),
+                labels,
+                ready: true,
+                allocatable_cpu_millis: 4000,
+            };
+            (name, node)
+        })
+        .collect()
+}
+
+fn ips(index: u32, v4: bool, v6: bool) -> SmallVec<[IpAddr; 2]> {
+    let mut out = SmallVec::new();
+    if v4 {
+        out.push(IpAddr::V4(Ipv4Addr::from(0x0a01_0000 + index)));
+    }
+    if v6 {
+        out.push(IpAddr::V6(Ipv6Addr::new(
+            0xfd00,
+            1,
+            0,
+            0,
+            0,
+            0,
+            0,
+            index as u16,
+        )));
+    }
+    out
+}
+
+impl World {
+    fn new(spec: &ServiceSpec, pods: &[PodSpec]) -> World {
+        let mut world = World {
+            service: make_service(spec),
+            nodes: make_nodes(),
+            pods: BTreeMap::new(),
+            slices: Vec::new(),
+            options: Options {
+                max_endpoints_per_slice: spec.max,
+                ..Options::default()
+            },
+            topology: TopologyCache::default(),
+            next_ip: 1,
+            next_pod: 0,
+            next_slice: 0,
+        };
+        for p in pods {
+            world.add_pod(p);
+        }
+        world
+    }
+
+    fn add_pod(&mut self, spec: &PodSpec) -> Name {
+        let n = self.next_pod;
+        self.next_pod += 1;
+        let name = Name::new(&format!("{}{n:04}", spec.letter as char));
+        let ip = self.next_ip;
+        self.next_ip += 1;
+        let ips = ips(ip, spec.v4, spec.v6);
+        let pod = Pod {
+            meta: Meta {
+                namespace: intern("default"),
+                name: name.clone(),
+                uid: Name::new(&format!("pod-uid-{n}")),
+                resource_version: intern("1"),
+                deletion_timestamp: if spec.terminating { timestamp(5) } else { None },
+                labels: Labels::from_pairs([("app", "web")]),
+                ..Meta::default()
+            },
+            node_name: Some(intern(&format!("node-{}", spec.node))),
+            hostname: spec.hostname.then(|| intern("host")),
+            subdomain: spec.hostname.then(|| intern("web")),
+            phase: if spec.terminal {
+                PodPhase::Failed
+            } else {
+                PodPhase::Running
+            },
+            has_pod_ip: !ips.is_empty(),
+            ips,
+            ready: spec.ready,
+            named_ports: Arc::from(Vec::new()),
+            ..Pod::default()
+        };
+        self.pods.insert(name.clone(), pod);
+        name
+    }
+
+    fn nth(&self, i: usize) -> Option<Name> {
+        if self.pods.is_empty() {
+            return None;
+        }
+        self.pods.keys().nth(i % self.pods.len()).cloned()
+    }
+
+    /// Applies the changes; returns the names of the pods they touched.
+    fn change(&mut self, changes: &[Change]) -> BTreeSet<Name> {
+        let mut touched = BTreeSet::new();
+        for c in changes {
+            let target = match c {
+                Change::Add(spec) => {
+                    touched.insert(self.add_pod(spec));
+                    continue;
+                }
+                Change::Ready(i)
+                | Change::Terminate(i)
+                | Change::Ip(i)
+                | Change::Delete(i)
+                | Change::Leave(i)
+                | Change::Node(i, _)
+                | Change::Fail(i) => self.nth(*i),
+            };
+            let Some(name) = target else { continue };
+            touched.insert(name.clone());
+            let next_ip = self.next_ip;
+            let Some(pod) = self.pods.get_mut(&name) else {
+                continue;
+            };
+            match c {
+                Change::Ready(_) => pod.ready = !pod.ready,
+                Change::Terminate(_) => pod.meta.deletion_timestamp = timestamp(9),
+                Change::Ip(_) => {
+                    let v4 = pod.ips.iter().any(|ip| ip.is_ipv4());
+                    let v6 = pod.ips.iter().any(|ip| ip.is_ipv6());
+                    pod.ips = ips(next_ip, v4, v6);
+                    self.next_ip += 1;
+                }
+                Change::Node(_, n) => pod.node_name = Some(intern(&format!("node-{n}"))),
+                Change::Fail(_) => pod.phase = PodPhase::Failed,
+                Change::Delete(_) | Change::Leave(_) => {
+                    self.pods.remove(&name);
+                }
+                Change::Add(_) => {}
+            }
+        }
+        touched
+    }
+
+    fn full(&self, trigger_time: Option<Timestamp>) -> Plan {
+        let pods: Vec<&Pod> = self.pods.values().collect();
+        let slices: Vec<&EndpointSliceObj> = self.slices.iter().collect();
+        reconcile(&SyncInput {
+            service: &self.service,
+            pods: &pods,
+            nodes: &self.nodes,
+            slices: &slices,
+            trigger_time,
+            topology: &self.topology,
+            options: &self.options,
+        })
+    }
+
+    /// Where each pod's endpoint is, by address type.
+    fn locations(&self) -> HashMap<AddressType, HashMap<String, usize>> {
+        let mut out: HashMap<AddressType, HashMap<String, usize>> = HashMap::new();
+        for (i, slice) in self.slices.iter().enumerate() {
+            for ep in &slice.endpoints {
+                if let Some(name) = ep.target_ref.as_ref().and_then(|t| t.name.as_ref()) {
+                    out.entry(slice.address_type.clone())
+                        .or_default()
+                        .insert(name.to_string(), i);
+                }
+            }
+        }
+        out
+    }
+
+    fn incremental(
+        &self,
+        changed: &[(Name, Option<&Pod>)],
+        locations: &HashMap<AddressType, HashMap<String, usize>>,
+        trigger_time: Option<Timestamp>,
+    ) -> Option<Plan> {
+        let slices: Vec<&EndpointSliceObj> = self.slices.iter().collect();
+        let pod = |name: &str| self.pods.get(name);
+        let locate = |name: &str, t: &AddressType| locations.get(t)?.get(name).copied();
+        reconcile_incremental(&IncrementalInput {
+            service: &self.service,
+            changed,
+            pod: &pod,
+            nodes: &self.nodes,
+            slices: &slices,
+            locate: &locate,
+            trigger_time,
+            topology: &self.topology,
+            options: &self.options,
+        })
+    }
+
+    fn changed_list(&self, names: &BTreeSet<Name>) -> Vec<(Name, Option<&Pod>)> {
+        names
+            .iter()
+            .map(|n| (n.clone(), self.pods.get(n)))
+            .collect()
+    }
+
+    /// Writes the plan as the API server would: creates named, updates and deletes by name.
+    fn apply(&mut self, plan: &Plan) {
+        for t in &plan.per_type {
+            for create in &t.creates {
+                let mut slice = create.clone();
+                slice.meta.name = Name::new(&format!("web-{:05}", self.next_slice));
+                slice.meta.uid = Name::new(&format!("slice-uid-{}", self.next_slice));
+                slice.meta.resource_version = intern("1");
+                self.next_slice += 1;
+                self.slices.push(slice);
+            }
+            for update in &t.updates {
+                let at = self
+                    .slices
+                    .iter()
+                    .position(|s| s.meta.name == update.meta.name)
+                    .expect("an update of an existing slice");
+                let mut slice = update.clone();
+                slice.meta.resource_version = Name::new(&format!("{}", self.next_slice + 100));
+                self.slices[at] = slice;
+            }
+            for delete in &t.deletes {
+                self.slices.retain(|s| s.meta.name != delete.meta.name);
+            }
+        }
+        for delete in &plan.unsupported_deletes {
+            self.slices.retain(|s| s.meta.name != delete.meta.name);
+        }
+        self.slices.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
+    }
+
+    /// A full sync, applied; it must succeed and leave a fixed point, as the contract asks.
+    fn settle(&mut self) {
+        let plan = self.full(timestamp(1));
+        assert!(plan.errors.is_empty(), "{:?}", plan.errors);
+        self.apply(&plan);
+        assert_eq!(
+            self.full(timestamp(2)).write_count(),
+            0,
+            "not a fixed point"
+        );
+    }
+
+    /// One round: the changes, then both reconciles. Returns whether the incremental one answered.
+    fn round(&mut self, changes: &[Change], trigger: bool) -> bool {
+        let locations = self.locations();
+        let names = self.change(changes);
+        let trigger_time = if trigger { timestamp(3) } else { None };
+        let full = self.full(trigger_time);
+        let changed = self.changed_list(&names);
+        let incremental = self.incremental(&changed, &locations, trigger_time);
+        let answered = incremental.is_some();
+        if let Some(plan) = incremental {
+            assert_eq!(describe(&plan), describe(&full), "changed: {names:?}");
+        }
+        assert!(full.errors.is_empty());
+        self.apply(&full);
+        answered
+    }
+}
+
+fn describe(plan: &Plan) -> String {
+    let mut out = format!("key {}\n", plan.service_key);
+    for t in &plan.per_type {
+        out += &format!(
+            "type {:?} added {} removed {}\n  creates {:?}\n  updates {:?}\n  deletes {:?}\n",
+            t.address_type, t.endpoints_added, t.endpoints_removed, t.creates, t.updates, t.deletes
+        );
+    }
+    out += &format!(
+        "unsupported {:?}\nerrors {:?}\nevents {:?}\ntopology {:?}\n",
+        plan.unsupported_deletes, plan.errors, plan.events, plan.topology_changes
+    );
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+
+    /// Several rounds of changes, each compared with the full reconcile and then applied.
+    #[test]
+    fn incremental_equals_full(
+        service in service_spec(),
+        pods in prop::collection::vec(pod_spec(), 0..60),
+        rounds in prop::collection::vec(
+            (prop::collection::vec(change(), 1..5), any::<bool>()),
+            1..5,
+        ),
+    ) {
+        let mut world = World::new(&service, &pods);
+        world.settle();
+        for (changes, trigger) in &rounds {
+            world.round(changes, *trigger);
+        }
+    }
+}
+
+/// Ready flips alone must nearly always be answered incrementally (the few exceptions: no pod has
+/// an endpoint at all).
+#[test]
+fn ready_flips_are_incremental() {
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    let strategy = (
+        service_spec(),
+        prop::collection::vec(pod_spec(), 1..60),
+        prop::collection::vec(
+            prop::collection::vec(any::<usize>().prop_map(Change::Ready), 1..4),
+            1..4,
+        ),
+    );
+    let (mut answered, mut total) = (0, 0);
+    for _ in 0..300 {
+        let (service, pods, rounds) = strategy
+            .new_tree(&mut runner)
+            .expect("a generated case")
+            .current();
+        let mut world = World::new(&service, &pods);
+        world.settle();
+        for changes in &rounds {
+            total += 1;
+            answered += usize::from(world.round(changes, true));
+        }
+    }
+    assert!(
+        answered * 10 >= total * 8,
+        "only {answered} of {total} ready-flip rounds answered"
+    );
+}
+
+// Preconditions, one by one, on a settled world of 10 ready pods in slices of 3.
+
+fn base_spec() -> ServiceSpec {
+    ServiceSpec {
+        families: 0,
+        ports: 1,
+        headless: false,
+        publish_not_ready: false,
+        max: 3,
+        extra_label: false,
+    }
+}
+
+fn ready_pod(letter: u8, node: usize) -> PodSpec {
+    PodSpec {
+        ready: true,
+        terminating: false,
+        terminal: false,
+        v4: true,
+        v6: true,
+        node,
+        hostname: false,
+        letter,
+    }
+}
+
+fn base_world(spec: &ServiceSpec) -> World {
+    let pods: Vec<PodSpec> = (0..10).map(|i| ready_pod(b'a', i % 3)).collect();
+    let mut world = World::new(spec, &pods);
+    world.settle();
+    world
+}
+
+/// The incremental answer for these changes, checked against the full one when there is one.
+fn try_changes(world: &mut World, changes: &[Change]) -> Option<Plan> {
+    let locations = world.locations();
+    let names = world.change(changes);
+    let changed = world.changed_list(&names);
+    let plan = world.incremental(&changed, &locations, timestamp(3));
+    if let Some(plan) = &plan {
+        assert_eq!(describe(plan), describe(&world.full(timestamp(3))));
+    }
+    plan
+}
+
+fn flip_first(world: &mut World) -> Option<Plan> {
+    try_changes(world, &[Change::Ready(0)])
+}
+
+#[test]
+fn base_case_is_incremental() {
+    let mut world = base_world(&base_spec());
+    let plan = flip_first(&mut world).expect("answered");
+    assert_eq!(plan.write_count(), 1);
+    // A new pod, an IP change and a deletion at once.
+    let mut world = base_world(&base_spec());
+    let changes = [
+        Change::Add(ready_pod(b'b', 1)),
+        Change::Ip(3),
+        Change::Delete(7),
+    ];
+    assert!(try_changes(&mut world, &changes).is_some());
+}
+
+#[test]
+fn hints_annotation_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    world.service.meta.annotations = Labels::from_pairs([(keys::ANNOTATION_TOPOLOGY_MODE, "Auto")]);
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn traffic_distribution_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    world.service.traffic_distribution = Some(intern("PreferClose"));
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn topology_cache_state_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    world.topology.apply(
+        "default/web",
+        &[TopologyChange::Populated {
+            address_type: AddressType::IPv4,
+            zone_counts: vec![(intern("zone-a"), 1)],
+        }],
+    );
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn named_target_port_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    world.service.ports[0].target_port = TargetPort::Name(intern("http"));
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn service_being_deleted_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    world.service.meta.deletion_timestamp = timestamp(7);
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn unowned_slice_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    world.slices[1].owner_references[0].uid = Name::new("older-service");
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn slice_labels_not_desired_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    world.slices[2].meta.labels = world.slices[2].meta.labels.with("extra", "1");
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn slice_of_another_port_group_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    if let Some(port) = world.slices[2].ports[0].port.as_mut() {
+        *port = 9999;
+    }
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn unsupported_address_type_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    let mut extra = world.slices[0].clone();
+    extra.meta.name = Name::new("web-zzzzz");
+    extra.address_type = AddressType::IPv6;
+    extra.endpoints.clear();
+    world.slices.push(extra);
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn hints_in_a_rewritten_slice_are_not_incremental() {
+    let mut world = base_world(&base_spec());
+    // Pod 0's endpoint is in the first slice.
+    world.slices[0].endpoints[1].hints = Some(Box::new(Hints::default()));
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn duplicate_endpoint_in_a_rewritten_slice_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    let dup = world.slices[0].endpoints[1].clone();
+    world.slices[0].endpoints.push(dup);
+    assert!(flip_first(&mut world).is_none());
+}
+
+#[test]
+fn unsorted_changes_are_not_incremental() {
+    let mut world = base_world(&base_spec());
+    let locations = world.locations();
+    let names = world.change(&[Change::Ready(0), Change::Ready(1)]);
+    let mut changed = world.changed_list(&names);
+    changed.reverse();
+    assert!(world.incremental(&changed, &locations, None).is_none());
+}
+
+#[test]
+fn changed_pod_on_a_missing_node() {
+    let mut world = base_world(&base_spec());
+    let name = world.nth(0).expect("a pod");
+    let locations = world.locations();
+    if let Some(pod) = world.pods.get_mut(&name) {
+        pod.node_name = Some(intern("node-gone"));
+    }
+    let changed = vec![(name.clone(), world.pods.get(&name))];
+    assert!(world.incremental(&changed, &locations, None).is_none());
+
+    // Publishing not-ready addresses keeps the pod, without a zone: no error, so answered.
+    let mut world = base_world(&ServiceSpec {
+        publish_not_ready: true,
+        ..base_spec()
+    });
+    let locations = world.locations();
+    if let Some(pod) = world.pods.get_mut(&name) {
+        pod.node_name = Some(intern("node-gone"));
+    }
+    let changed = vec![(name.clone(), world.pods.get(&name))];
+    let plan = world
+        .incremental(&changed, &locations, None)
+        .expect("answered");
+    assert_eq!(describe(&plan), describe(&world.full(None)));
+}
+
+#[test]
+fn stale_locate_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    let mut locations = world.locations();
+    let name = world.nth(0).expect("a pod");
+    // Says the pod is in the second slice; it is in the first.
+    if let Some(m) = locations.get_mut(&AddressType::IPv4) {
+        m.insert(name.to_string(), 1);
+    }
+    let names = world.change(&[Change::Ready(0)]);
+    let changed = world.changed_list(&names);
+    assert!(world.incremental(&changed, &locations, None).is_none());
+
+    // Says nothing, while the pod is in a slice rewritten for another pod.
+    let mut world = base_world(&base_spec());
+    let mut locations = world.locations();
+    if let Some(m) = locations.get_mut(&AddressType::IPv4) {
+        m.remove(name.as_str());
+    }
+    world.change(&[Change::Ready(0)]);
+    let second = world.nth(1).expect("a pod");
+    if let Some(pod) = world.pods.get_mut(&second) {
+        pod.ready = false;
+    }
+    let changed = vec![
+        (name.clone(), world.pods.get(&name)),
+        (second.clone(), world.pods.get(&second)),
+    ];
+    assert!(world.incremental(&changed, &locations, None).is_none());
+}
+
+#[test]
+fn unchanged_pod_missing_from_lookup_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    let locations = world.locations();
+    let names = world.change(&[Change::Ready(0)]);
+    // Pod 1 shares the first slice but has silently gone.
+    let second = world.nth(1).expect("a pod");
+    world.pods.remove(&second);
+    let changed = world.changed_list(&names);
+    assert!(world.incremental(&changed, &locations, None).is_none());
+}
+
+#[test]
+fn unchanged_pod_changed_behind_our_back_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    let locations = world.locations();
+    let names = world.change(&[Change::Ready(0)]);
+    let second = world.nth(1).expect("a pod");
+    if let Some(pod) = world.pods.get_mut(&second) {
+        pod.ready = false;
+    }
+    let changed = world.changed_list(&names);
+    assert!(world.incremental(&changed, &locations, None).is_none());
+}
+
+#[test]
+fn no_pod_left_is_not_incremental() {
+    let mut world = base_world(&base_spec());
+    let changes: Vec<Change> = (0..10).map(|_| Change::Delete(0)).collect();
+    assert!(try_changes(&mut world, &changes).is_none());
+}
+
+#[test]
+fn placeholders_are_handled_exactly() {
+    // Dual stack with pods of IPv4 only: the IPv6 type keeps a placeholder.
+    let spec = ServiceSpec {
+        families: 2,
+        ..base_spec()
+    };
+    let pods: Vec<PodSpec> = (0..5)
+        .map(|i| PodSpec {
+            v6: false,
+            ..ready_pod(b'a', i % 3)
+        })
+        .collect();
+    let mut world = World::new(&spec, &pods);
+    world.settle();
+    assert!(
+        world
+            .slices
+            .iter()
+            .any(|s| s.address_type == AddressType::IPv6)
+    );
+    assert!(flip_first(&mut world).is_some());
+    world.settle();
+
+    // The first pod with an IPv6 address replaces the placeholder.
+    assert!(try_changes(&mut world, &[Change::Add(ready_pod(b'c', 0))]).is_some());
+    world.settle();
+
+    // And when it goes, the placeholder comes back.
+    let last = world.pods.len() - 1;
+    assert!(try_changes(&mut world, &[Change::Delete(last)]).is_some());
+}
