@@ -6,13 +6,14 @@ mod sync;
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
 
 use crate::change::Change;
 use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
-use crate::model::{Name, Node};
+use crate::model::{EndpointSlice, Name, Node};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Options};
@@ -36,6 +37,8 @@ pub struct EngineOptions {
     pub workers: usize,
     /// The most services one batch takes from the queue.
     pub max_batch: usize,
+    /// Reconcile only what changed when a service's last sync allows it; off, every sync is full.
+    pub incremental: bool,
 }
 
 impl Default for EngineOptions {
@@ -45,6 +48,7 @@ impl Default for EngineOptions {
             batch_period: Duration::ZERO,
             workers: 2,
             max_batch: 1024,
+            incremental: true,
         }
     }
 }
@@ -54,6 +58,8 @@ impl Default for EngineOptions {
 pub struct EngineStats {
     pub changes: u64,
     pub syncs: u64,
+    /// Syncs that reconciled only the pods that changed.
+    pub incremental_syncs: u64,
     pub sync_errors: u64,
     pub stale: u64,
     pub dropped: u64,
@@ -65,6 +71,8 @@ type NodeMap = HashMap<Name, Node, ahash::RandomState>;
 pub struct Engine {
     options: EngineOptions,
     changes: incremental::ChangeLog,
+    /// Nodes changed in a way that moves zone ratios since topology was last computed.
+    topology_dirty: AtomicBool,
     locator: incremental::Locator,
     nodes: RwLock<Arc<NodeMap>>,
     index: Index,
@@ -97,6 +105,7 @@ impl Engine {
             options,
             index: Index::new(),
             changes: incremental::ChangeLog::default(),
+            topology_dirty: AtomicBool::new(false),
             locator: incremental::Locator::default(),
             nodes: RwLock::new(Arc::new(NodeMap::default())),
             slices: EndpointSliceTracker::new(),
@@ -161,52 +170,32 @@ impl Engine {
                 }
             }
             Change::Node(node) => {
-                // Heartbeats change nothing kept here: only a real change replaces the map.
+                // Heartbeats change nothing kept here: only a real change touches the map.
                 let changed = self.nodes.read().get(&node.name) != Some(node);
                 if changed {
-                    let mut nodes = self.nodes.write();
-                    let mut map = NodeMap::clone(&nodes);
-                    let old = map.insert(node.name.clone(), node.clone());
-                    *nodes = Arc::new(map);
-                    drop(nodes);
-                    let topology_changed =
-                        old.is_none_or(|old| old.ready != node.ready || old.zone() != node.zone());
-                    self.changes.nodes_changed();
-                    if topology_changed {
-                        self.recompute_topology();
+                    // In place unless a sync holds the map: loading N nodes is O(N), not O(N²).
+                    let old = Arc::make_mut(&mut self.nodes.write())
+                        .insert(node.name.clone(), node.clone());
+                    // An endpoint reads only a node's existence and zone; readiness and CPU
+                    // matter to hints, whose services always sync in full.
+                    if old.as_ref().is_none_or(|old| old.zone() != node.zone()) {
+                        self.changes.nodes_changed();
+                    }
+                    if old.is_none_or(|old| old.ready != node.ready || old.zone() != node.zone()) {
+                        self.topology_dirty.store(true, Ordering::Release);
                     }
                 }
             }
             Change::NodeDeleted { name } => {
-                let mut nodes = self.nodes.write();
-                if nodes.contains_key(name) {
-                    let mut map = NodeMap::clone(&nodes);
-                    map.remove(name);
-                    *nodes = Arc::new(map);
-                    drop(nodes);
+                if Arc::make_mut(&mut self.nodes.write())
+                    .remove(name)
+                    .is_some()
+                {
                     self.changes.nodes_changed();
-                    self.recompute_topology();
+                    self.topology_dirty.store(true, Ordering::Release);
                 }
             }
-            Change::EndpointSlice(slice) => {
-                let old = self.index.slices().apply(slice.clone());
-                let managed = crate::index::is_managed(slice);
-                self.locator
-                    .slice_changed(old.as_deref(), managed.then_some(slice));
-                let keys: tracker::Queued = match &old {
-                    None => tracker::on_slice_add(&self.slices, slice)
-                        .transpose()
-                        .into_iter()
-                        .collect(),
-                    Some(old) => tracker::on_slice_update(&self.slices, old, slice),
-                };
-                // A slice without its service-name label names no service to sync.
-                for key in keys.into_iter().flatten() {
-                    // Someone else's edit: the slices may not be what the last sync left.
-                    self.changes.force_full(&key);
-                    self.queue.add_after(key, self.slice_delay());
-                }
-            }
+            Change::EndpointSlice(slice) => self.slice_stored(Arc::new(slice.clone())),
             Change::EndpointSliceDeleted { namespace, name } => {
                 if let Some(old) = self.index.slices().delete(namespace, name) {
                     self.locator.slice_changed(Some(&old), None);
@@ -233,8 +222,12 @@ impl Engine {
     }
 
     /// Node readiness or zones changed: recompute zone ratios and resync services whose hints no
-    /// longer fit.
-    fn recompute_topology(&self) {
+    /// longer fit. Done once before a batch, however many node events came (upstream's topology
+    /// queue has one constant key for the same reason).
+    fn recompute_topology_if_needed(&self) {
+        if !self.topology_dirty.swap(false, Ordering::AcqRel) {
+            return;
+        }
         let nodes = Arc::clone(&self.nodes.read());
         let overloaded = {
             let mut topology = self.topology.write();
@@ -251,6 +244,7 @@ impl Engine {
 
     /// When the next delayed service becomes ready, if any.
     pub fn next_ready_at(&self) -> Option<Duration> {
+        self.recompute_topology_if_needed();
         self.queue.next_ready_at()
     }
 
@@ -265,6 +259,27 @@ impl Engine {
     }
 
     /// Writes that a sync made, fed back as the watch would deliver them.
+    /// A slice stored by the API server, as its watch delivers it.
+    fn slice_stored(&self, slice: Arc<EndpointSlice>) {
+        let old = self.index.slices().apply(Arc::clone(&slice));
+        let managed = crate::index::is_managed(&slice);
+        self.locator
+            .slice_changed(old.as_deref(), managed.then_some(&*slice));
+        let keys: tracker::Queued = match &old {
+            None => tracker::on_slice_add(&self.slices, &slice)
+                .transpose()
+                .into_iter()
+                .collect(),
+            Some(old) => tracker::on_slice_update(&self.slices, old, &slice),
+        };
+        // A slice without its service-name label names no service to sync.
+        for key in keys.into_iter().flatten() {
+            // Someone else's edit: the slices may not be what the last sync left.
+            self.changes.force_full(&key);
+            self.queue.add_after(key, self.slice_delay());
+        }
+    }
+
     fn observe_own_writes(&self, writes: &[AppliedWrite]) {
         for w in writes {
             match (&w.verb, &w.object) {
@@ -275,7 +290,7 @@ impl Engine {
                     });
                 }
                 (_, crate::sink::Object::EndpointSlice(s)) => {
-                    self.handle(&Change::EndpointSlice(s.clone()));
+                    self.slice_stored(Arc::new(s.clone()));
                 }
                 _ => {}
             }

@@ -1,15 +1,20 @@
 //! One batch of service syncs: plans computed in parallel, applied in order, results fed back.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::incremental::Changes;
 use super::{ENDPOINTSLICE_CONTROLLER, Engine};
 use crate::index::ServiceKey;
-use crate::model::{EndpointSlice, Pod, ServiceType, keys};
+use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
 use crate::queue::RetryDecision;
-use crate::reconcile::slices::{SyncInput, reconcile};
+use crate::reconcile::slices::{
+    IncrementalInput, SyncInput, address_types, reconcile, reconcile_incremental,
+    set_plan_trigger_time,
+};
 use crate::reconcile::{Event, Plan};
 use crate::sink::apply::{AppliedWrite, apply_plan};
 use crate::sink::{Object, Sink, Verb};
@@ -59,19 +64,22 @@ impl Engine {
     /// Takes the services that are ready now, reconciles them in parallel and applies their plans
     /// to `sink`, in the order they became ready.
     pub fn sync_ready(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
+        self.recompute_topology_if_needed();
         let keys = self.queue.pop_ready(self.options.max_batch);
         if keys.is_empty() {
             return Vec::new();
         }
-        let prepared: Vec<(Prepared, Duration)> = self.pool.install(|| {
-            keys.par_iter()
-                .map(|k| {
-                    let started = Instant::now();
-                    let plan = self.prepare(k);
-                    (plan, started.elapsed())
-                })
-                .collect()
-        });
+        let timed = |k: &ServiceKey| {
+            let started = Instant::now();
+            let plan = self.prepare(k);
+            (plan, started.elapsed())
+        };
+        // One service is planned here: handing it to a worker costs more than it saves.
+        let prepared: Vec<(Prepared, Duration)> = if keys.len() == 1 {
+            keys.iter().map(timed).collect()
+        } else {
+            self.pool.install(|| keys.par_iter().map(timed).collect())
+        };
         let at = self.clock.now();
         let mut records = Vec::with_capacity(keys.len());
         for (key, (prepared, planning)) in keys.into_iter().zip(prepared) {
@@ -100,8 +108,6 @@ impl Engine {
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
             return Prepared::Nothing;
         }
-        let pods: Vec<Arc<Pod>> = self.index.members(key);
-        let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
         let slices: Vec<Arc<EndpointSlice>> = self
             .index
             .slices()
@@ -122,6 +128,15 @@ impl Engine {
         ) {
             return Prepared::Stale;
         }
+        let changes = self.changes.take(key);
+        if !changes.full
+            && self.options.incremental
+            && let Some(plan) = self.prepare_incremental(key, &service, &changes, &slice_refs)
+        {
+            return Prepared::Plan(plan);
+        }
+        let pods: Vec<Arc<Pod>> = self.index.members(key);
+        let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
         let trigger_time =
             self.triggers
                 .lock()
@@ -137,6 +152,91 @@ impl Engine {
             topology: &topology,
             options: &self.options.reconcile,
         }))
+    }
+
+    /// The plan of a sync where only some pods changed since the last successful one, computed
+    /// from those pods and the slices holding them. `None` when the incremental reconciler's
+    /// preconditions do not hold: the caller reconciles in full.
+    fn prepare_incremental(
+        &self,
+        key: &ServiceKey,
+        service: &Service,
+        changes: &Changes,
+        slices: &[&EndpointSlice],
+    ) -> Option<Plan> {
+        let selector = service.selector.as_ref()?;
+        // The changed pods as they are now: None when gone or no longer selected.
+        let current: Vec<(Name, Option<Arc<Pod>>)> = changes
+            .pods
+            .iter()
+            .map(|name| {
+                let pod = self
+                    .index
+                    .pods()
+                    .get(&key.namespace, name)
+                    .filter(|p| p.meta.labels.matches(selector));
+                (name.clone(), pod)
+            })
+            .collect();
+        let changed: Vec<(Name, Option<&Pod>)> = current
+            .iter()
+            .map(|(n, p)| (n.clone(), p.as_deref()))
+            .collect();
+        let position: HashMap<&str, usize, ahash::RandomState> = slices
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.meta.name.as_str(), i))
+            .collect();
+        // The pods of the slices holding a changed pod: the only ones the reconciler rebuilds.
+        let mut neighbours: HashMap<Name, Arc<Pod>, ahash::RandomState> = HashMap::default();
+        for address_type in address_types(service) {
+            for (name, _) in &changed {
+                let Some(slice) = self
+                    .locator
+                    .locate(key, name, &address_type)
+                    .and_then(|s| position.get(s.as_str()))
+                    .map(|&i| slices[i])
+                else {
+                    continue;
+                };
+                for ep in &slice.endpoints {
+                    if let Some(pod_name) = ep.target_ref.as_ref().and_then(|t| t.name.as_ref())
+                        && !neighbours.contains_key(pod_name)
+                        && let Some(pod) = self.index.pods().get(&key.namespace, pod_name)
+                    {
+                        neighbours.insert(pod_name.clone(), pod);
+                    }
+                }
+            }
+        }
+        let pod = |name: &str| neighbours.get(name).map(|p| p.as_ref());
+        let locate = |name: &str, at: &AddressType| {
+            self.locator
+                .locate(key, name, at)
+                .and_then(|s| position.get(s.as_str()).copied())
+        };
+        let nodes = self.nodes.read().clone();
+        let topology = self.topology.read();
+        let mut plan = reconcile_incremental(&IncrementalInput {
+            service,
+            changed: &changed,
+            pod: &pod,
+            nodes: nodes.as_ref(),
+            slices,
+            locate: &locate,
+            // Set below, once the plan is known to be incremental: computing it moves the
+            // tracker's state, which the full path would then miss.
+            trigger_time: None,
+            topology: &topology,
+            options: &self.options.reconcile,
+        })?;
+        let trigger_time =
+            self.triggers
+                .lock()
+                .compute_changed(&key.namespace, &key.name, service, &changed)?;
+        set_plan_trigger_time(&mut plan, trigger_time);
+        self.stats.lock().incremental_syncs += 1;
+        Some(plan)
     }
 
     /// Applies a prepared sync and feeds its results back: to the trackers, the index (as the

@@ -262,8 +262,14 @@ fn compute_changed_equals_compute_for_the_changed_pods() {
     );
     // Nothing moved: no trigger time, on both paths.
     assert_eq!(full.compute(&ns, &name, &service, &refs), None);
-    assert_eq!(incremental.compute_changed(&ns, &name, &service, &[]), Some(None));
+    assert_eq!(
+        incremental.compute_changed(&ns, &name, &service, &[]),
+        Some(None)
+    );
     // A service never computed: the caller must do the full computation.
     let other = Name::from("other");
-    assert_eq!(incremental.compute_changed(&ns, &other, &service, &[]), None);
+    assert_eq!(
+        incremental.compute_changed(&ns, &other, &service, &[]),
+        None
+    );
 }

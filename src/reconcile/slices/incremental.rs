@@ -36,8 +36,9 @@
 //! 1. The service is not being deleted (its last sync created nothing, so endpoints may be
 //!    missing), has no topology-hints annotation that enables hints and no usable
 //!    trafficDistribution, and the topology cache holds no hints state for it.
-//! 2. Every service port has a numeric targetPort (or there are none), so all pods share one port
-//!    group.
+//! 2. The service has one port group: every service port has a numeric targetPort (or there are
+//!    none), or, with named ones, every changed pod with an endpoint and every slice holding
+//!    endpoints resolve to the same ports.
 //! 3. Every existing slice has one of the service's address types, is owned by the service and
 //!    carries exactly the service's desired labels; it has the port group's ports, or else no
 //!    endpoints (the placeholder of a type without endpoints, which the full reconcile deletes
@@ -92,6 +93,42 @@ pub struct IncrementalInput<'a> {
     pub options: &'a Options,
 }
 
+/// The ports of the service's one port group. With numeric target ports every pod has the same
+/// ports. With named ones, pods of different templates may resolve differently: then every changed
+/// pod with an endpoint, and every slice holding endpoints, must agree on one group, or `None`.
+fn single_port_group(
+    service: &Service,
+    changed: &[(Name, Option<&Pod>)],
+    slices: &[&EndpointSlice],
+) -> Option<Vec<EndpointPort>> {
+    if service
+        .ports
+        .iter()
+        .all(|p| matches!(p.target_port, TargetPort::Number(_)))
+    {
+        return Some(ports_with(service, &[]));
+    }
+    let mut group: Option<Vec<EndpointPort>> = None;
+    let mut agree = |ports: Vec<EndpointPort>| match &group {
+        None => {
+            group = Some(ports);
+            true
+        }
+        Some(g) => port_key(g) == port_key(&ports),
+    };
+    for pod in changed.iter().filter_map(|(_, p)| *p) {
+        if pod_has_endpoint(pod) && !agree(ports_with(service, &pod.named_ports)) {
+            return None;
+        }
+    }
+    for slice in slices.iter().filter(|s| !s.endpoints.is_empty()) {
+        if !agree(slice.ports.clone()) {
+            return None;
+        }
+    }
+    group
+}
+
 /// The plan [`super::reconcile`] would return for this state, or `None` when a precondition (see the
 /// module doc) does not hold and the full reconcile must run.
 pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
@@ -103,14 +140,6 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
     }
     if topology::hints_enabled(&service.meta.annotations)
         || topology::traffic_distribution_usable(service, input.options)
-    {
-        return None;
-    }
-    // A named target port can give pods different port groups.
-    if !service
-        .ports
-        .iter()
-        .all(|p| matches!(p.target_port, TargetPort::Number(_)))
     {
         return None;
     }
@@ -143,7 +172,7 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
     }
 
     let labels = slice_labels(service);
-    let ports = ports_with(service, &[]);
+    let ports = single_port_group(service, changed, input.slices)?;
     let key = port_key(&ports);
     let mut total_endpoints = 0;
     // Whether each slice is of the one port group. Another group's slice goes whole; an empty one

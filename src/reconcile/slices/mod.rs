@@ -334,6 +334,16 @@ fn recycle(service: &Service, out: &mut AddressTypePlan) {
     }
 }
 
+/// Sets (or removes) the trigger-time annotation on every slice the plan creates or updates, as
+/// the reconcile does: for a caller that learns the trigger time only once the plan is made.
+pub fn set_plan_trigger_time(plan: &mut Plan, at: Option<Timestamp>) {
+    for t in &mut plan.per_type {
+        for slice in t.creates.iter_mut().chain(t.updates.iter_mut()) {
+            set_trigger_time(slice, at);
+        }
+    }
+}
+
 fn set_trigger_time(slice: &mut EndpointSlice, at: Option<Timestamp>) {
     let annotations = &mut slice.meta.annotations;
     *annotations = match at {
