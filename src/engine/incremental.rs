@@ -98,12 +98,11 @@ impl Locator {
         if let Some(old) = old
             && let Ok(key) = service_of_slice(old)
             && let Some(mut map) = self.by_service.get_mut(&key)
+            && let Some(places) = map.get_mut(&old.address_type)
         {
-            if let Some(places) = map.get_mut(&old.address_type) {
-                for pod in endpoint_pods(old) {
-                    if places.get(pod) == Some(&old.meta.name) {
-                        places.remove(pod);
-                    }
+            for pod in endpoint_pods(old) {
+                if places.get(pod) == Some(&old.meta.name) {
+                    places.remove(pod);
                 }
             }
         }
