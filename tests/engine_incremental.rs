@@ -134,16 +134,7 @@ fn mixed_churn_is_mostly_incremental() {
 
 #[test]
 fn readiness_churn_is_mostly_incremental() {
-    let spec = ClusterSpec {
-        seed: 7,
-        pods: 300,
-        services: 8,
-        namespaces: 2,
-        huge_services: 0,
-        max_service_pods: 200,
-        ..ClusterSpec::default()
-    };
-    let inc = run(&spec, TraceKind::ReadinessFlap, 7, 10, true);
+    let inc = run(&small_spec(), TraceKind::ReadinessFlap, 7, 10, true);
     // The cold start is full; nearly every sync after it is one pod flipping.
     assert!(
         inc.incremental_syncs * 10 >= inc.syncs * 8,

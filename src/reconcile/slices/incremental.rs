@@ -64,7 +64,7 @@ use smallvec::SmallVec;
 use super::desired::{
     Candidate, candidate, is_same_endpoint, pod_has_endpoint, pod_zone, port_key, ports_with,
 };
-use super::placement::shell_of;
+use super::placement::{closest_to_full, shell_of};
 use super::{NodeLookup, address_types, finish, new_slice, placeholder_rule, slice_labels};
 use crate::model::{
     AddressType, EndpointPort, EndpointSlice, IpFamily, Labels, Name, Pod, Service, TargetPort,
@@ -452,27 +452,19 @@ impl<'a> Shared<'_, 'a> {
         while pending.len() > 0 {
             let mut target = None;
             if pending.len() < max {
-                let mut closest = max;
-                for (i, slice) in slices.iter().enumerate() {
-                    if slice.address_type != *address_type || !self.in_group[i] {
-                        continue;
-                    }
-                    let unchanged = match states.binary_search_by_key(&i, |(j, _)| *j) {
-                        Ok(s) => matches!(states[s].1, State::Unchanged),
-                        Err(_) => true,
-                    };
-                    if !unchanged {
-                        continue;
-                    }
-                    let total = pending.len() + slice.endpoints.len();
-                    if total <= max && max - total < closest {
-                        closest = max - total;
-                        target = Some(i);
-                        if closest == 0 {
-                            break;
-                        }
-                    }
-                }
+                let unchanged = slices
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, slice)| {
+                        slice.address_type == *address_type
+                            && self.in_group[*i]
+                            && match states.binary_search_by_key(i, |(j, _)| *j) {
+                                Ok(s) => matches!(states[s].1, State::Unchanged),
+                                Err(_) => true,
+                            }
+                    })
+                    .map(|(i, slice)| (i, slice.endpoints.len()));
+                target = closest_to_full(pending.len(), max, unchanged);
             }
             match target {
                 Some(i) => {

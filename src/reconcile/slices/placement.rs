@@ -123,20 +123,12 @@ pub(crate) fn place(
     while !desired.is_empty() {
         let mut target = None;
         if desired.len() < max_per_slice {
-            let mut closest = max_per_slice;
-            for (i, state) in states.iter().enumerate() {
-                if !matches!(state, State::Unchanged) {
-                    continue;
-                }
-                let total = desired.len() + existing[i].endpoints.len();
-                if total <= max_per_slice && max_per_slice - total < closest {
-                    closest = max_per_slice - total;
-                    target = Some(i);
-                    if closest == 0 {
-                        break;
-                    }
-                }
-            }
+            let unchanged = states
+                .iter()
+                .enumerate()
+                .filter(|(_, state)| matches!(state, State::Unchanged))
+                .map(|(i, _)| (i, existing[i].endpoints.len()));
+            target = closest_to_full(desired.len(), max_per_slice, unchanged);
         }
         match target {
             Some(i) => {
@@ -169,6 +161,28 @@ pub(crate) fn place(
         added,
         removed,
     }
+}
+
+/// Upstream's home for a remainder of `remaining` endpoints: of the `(index, length)` candidates,
+/// the slice it would leave closest to full, the first on a tie; `None` if it fits in none.
+pub(crate) fn closest_to_full(
+    remaining: usize,
+    max: usize,
+    candidates: impl IntoIterator<Item = (usize, usize)>,
+) -> Option<usize> {
+    let mut closest = max;
+    let mut target = None;
+    for (i, len) in candidates {
+        let total = remaining + len;
+        if total <= max && max - total < closest {
+            closest = max - total;
+            target = Some(i);
+            if closest == 0 {
+                break;
+            }
+        }
+    }
+    target
 }
 
 /// A copy of a slice without its endpoints, which are about to be replaced.
