@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use ahash::RandomState;
 
+use crate::index::{Index, ServiceKey};
 use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service, keys};
 use crate::reconcile::slices::{SyncInput, reconcile};
 use crate::reconcile::topology::TopologyCache;
@@ -91,7 +92,13 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
     let mut topology = TopologyCache::default();
     topology.set_nodes(snapshot.nodes.iter());
 
-    let pods = PodIndex::new(&snapshot.pods);
+    let index = Index::new();
+    for service in &snapshot.services {
+        index.services().apply(service.clone());
+    }
+    for pod in &snapshot.pods {
+        index.pods().apply(pod.clone());
+    }
     let mut existing = managed_slices(&sink);
     let mut services: Vec<&Service> = snapshot.services.iter().collect();
     services
@@ -99,13 +106,14 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
 
     let mut result = SnapshotResult::default();
     for service in services {
-        let Some(selector) = &service.selector else {
+        if service.selector.is_none() {
             continue;
-        };
+        }
         if service.service_type == crate::model::ServiceType::ExternalName {
             continue;
         }
-        let selected = pods.select(&service.meta.namespace, selector);
+        let members = index.members(&ServiceKey::of(service));
+        let selected: Vec<&Pod> = members.iter().map(|p| p.as_ref()).collect();
         // Each service's sync writes only its own slices, so the slices listed before the pass are
         // what this sync would list.
         let current = existing
@@ -169,59 +177,4 @@ fn managed_slices(sink: &MemorySink) -> HashMap<(Name, Name), Vec<EndpointSlice>
         }
     }
     by_service
-}
-
-/// Pods by namespace and by label pair, so that a selector is matched against the pods carrying its
-/// rarest pair only, not every pod.
-struct PodIndex<'a> {
-    by_namespace: HashMap<&'a str, Vec<&'a Pod>, RandomState>,
-    by_label: HashMap<(&'a str, &'a str, &'a str), Vec<&'a Pod>, RandomState>,
-}
-
-impl<'a> PodIndex<'a> {
-    fn new(pods: &'a [Pod]) -> Self {
-        let mut sorted: Vec<&Pod> = pods.iter().collect();
-        sorted.sort_by(|a, b| {
-            (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name))
-        });
-        let mut by_namespace: HashMap<&str, Vec<&Pod>, RandomState> = HashMap::default();
-        let mut by_label: HashMap<(&str, &str, &str), Vec<&Pod>, RandomState> = HashMap::default();
-        for pod in sorted {
-            by_namespace
-                .entry(&pod.meta.namespace)
-                .or_default()
-                .push(pod);
-            for (k, v) in pod.meta.labels.iter() {
-                by_label
-                    .entry((&pod.meta.namespace, k, v))
-                    .or_default()
-                    .push(pod);
-            }
-        }
-        PodIndex {
-            by_namespace,
-            by_label,
-        }
-    }
-
-    /// The pods of `namespace` that `selector` matches, in name order.
-    fn select(&self, namespace: &str, selector: &crate::model::Labels) -> Vec<&'a Pod> {
-        let candidates = selector
-            .iter()
-            .map(|(k, v)| self.by_label.get(&(namespace, k.as_str(), v.as_str())))
-            .min_by_key(|list| list.map_or(0, |l| l.len()));
-        let candidates: &[&Pod] = match candidates {
-            // An empty selector selects every pod of the namespace.
-            None => self
-                .by_namespace
-                .get(namespace)
-                .map_or(&[], |v| v.as_slice()),
-            Some(list) => list.map_or(&[], |v| v.as_slice()),
-        };
-        candidates
-            .iter()
-            .copied()
-            .filter(|p| p.meta.labels.matches(selector))
-            .collect()
-    }
 }
