@@ -5,8 +5,6 @@
 //! that moved since then. Several changes of one object between two syncs make the value an
 //! approximation, a limit upstream accepts too.
 
-use std::collections::HashMap;
-
 use ahash::RandomState;
 use dashmap::DashMap;
 
@@ -16,7 +14,18 @@ use crate::model::{Name, Pod, Service, Timestamp};
 #[derive(Debug, Default)]
 struct TriggerState {
     service: Option<Timestamp>,
-    pods: HashMap<Name, Timestamp, RandomState>,
+    /// Ready transition times by pod name, sorted by name: a sync walks its pods (sorted by name
+    /// too) and this list side by side, with no hashing.
+    pods: Vec<(Name, Timestamp)>,
+}
+
+impl TriggerState {
+    fn get(&self, pod: &str) -> Option<Timestamp> {
+        self.pods
+            .binary_search_by(|(n, _)| n.as_str().cmp(pod))
+            .ok()
+            .map(|i| self.pods[i].1)
+    }
 }
 
 /// Trigger times by service. Thread-safe; concurrent calls of [`compute`](Self::compute) for the
@@ -57,19 +66,35 @@ impl TriggerTimeTracker {
             earliest_change = Some(earliest_change.map_or(t, |e| e.min(t)));
         };
 
-        let mut pod_times: HashMap<Name, Timestamp, RandomState> =
-            HashMap::with_capacity_and_hasher(pods.len(), RandomState::new());
+        let mut pod_times: Vec<(Name, Timestamp)> = Vec::with_capacity(pods.len());
+        let mut sorted = true;
+        let before: &[(Name, Timestamp)] = previous.as_ref().map_or(&[], |p| p.pods.as_slice());
+        let mut cursor = 0;
         for pod in pods {
             let Some(t) = pod.ready_transition else {
                 continue;
             };
-            pod_times.insert(pod.meta.name.clone(), t);
-            let before = previous
-                .as_ref()
-                .and_then(|p| p.pods.get(pod.meta.name.as_str()));
-            if before.is_none_or(|b| t > *b) {
+            let name = &pod.meta.name;
+            if pod_times.last().is_some_and(|(last, _)| last.as_str() >= name.as_str()) {
+                sorted = false;
+            }
+            // Side by side with the sorted previous state; a binary search if pods are unsorted.
+            let was = if sorted {
+                while cursor < before.len() && before[cursor].0.as_str() < name.as_str() {
+                    cursor += 1;
+                }
+                before.get(cursor).filter(|(n, _)| n == name).map(|(_, t)| *t)
+            } else {
+                previous.as_ref().and_then(|p| p.get(name))
+            };
+            if was.is_none_or(|b| t > b) {
                 note(t);
             }
+            pod_times.push((name.clone(), t));
+        }
+        if !sorted {
+            pod_times.sort_by(|a, b| a.0.cmp(&b.0));
+            pod_times.dedup_by(|a, b| a.0 == b.0);
         }
 
         let service_time = service.meta.creation_timestamp;
@@ -113,18 +138,23 @@ impl TriggerTimeTracker {
             earliest_change = Some(earliest_change.map_or(t, |e| e.min(t)));
         };
         for (pod_name, pod) in changed {
-            match pod.and_then(|p| p.ready_transition) {
-                None => {
-                    state.pods.remove(pod_name.as_str());
+            let at = state
+                .pods
+                .binary_search_by(|(n, _)| n.as_str().cmp(pod_name.as_str()));
+            match (pod.and_then(|p| p.ready_transition), at) {
+                (None, Ok(i)) => {
+                    state.pods.remove(i);
                 }
-                Some(t) => {
-                    if state
-                        .pods
-                        .insert(pod_name.clone(), t)
-                        .is_none_or(|before| t > before)
-                    {
+                (None, Err(_)) => {}
+                (Some(t), Ok(i)) => {
+                    if t > state.pods[i].1 {
                         note(t);
                     }
+                    state.pods[i].1 = t;
+                }
+                (Some(t), Err(i)) => {
+                    note(t);
+                    state.pods.insert(i, (pod_name.clone(), t));
                 }
             }
         }
