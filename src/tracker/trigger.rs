@@ -75,7 +75,10 @@ impl TriggerTimeTracker {
                 continue;
             };
             let name = &pod.meta.name;
-            if pod_times.last().is_some_and(|(last, _)| last.as_str() >= name.as_str()) {
+            if pod_times
+                .last()
+                .is_some_and(|(last, _)| last.as_str() >= name.as_str())
+            {
                 sorted = false;
             }
             // Side by side with the sorted previous state; a binary search if pods are unsorted.
@@ -83,7 +86,10 @@ impl TriggerTimeTracker {
                 while cursor < before.len() && before[cursor].0.as_str() < name.as_str() {
                     cursor += 1;
                 }
-                before.get(cursor).filter(|(n, _)| n == name).map(|(_, t)| *t)
+                before
+                    .get(cursor)
+                    .filter(|(n, _)| n == name)
+                    .map(|(_, t)| *t)
             } else {
                 previous.as_ref().and_then(|p| p.get(name))
             };
