@@ -81,25 +81,19 @@ pub struct Engine {
     triggers: Mutex<TriggerTimeTracker>,
     topology: RwLock<TopologyCache>,
     clock: Arc<dyn Clock>,
-    pool: rayon::ThreadPool,
+    pool: Option<rayon::ThreadPool>,
     events: Mutex<Vec<(ServiceKey, Event)>>,
     stats: Mutex<EngineStats>,
 }
 
 impl Engine {
     pub fn new(options: EngineOptions, clock: Arc<dyn Clock>) -> Engine {
+        // Without threads to spare, plans are made on the caller's thread.
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(options.workers.max(1))
             .thread_name(|i| format!("sliced-worker-{i}"))
             .build()
-            .unwrap_or_else(|_| {
-                // Without threads to spare, reconcile on the caller's thread.
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .use_current_thread()
-                    .build()
-                    .unwrap_or_else(|e| panic!("no thread pool: {e}"))
-            });
+            .ok();
         Engine {
             queue: WorkQueue::new(QueueConfig::default(), Arc::clone(&clock)),
             options,

@@ -75,10 +75,9 @@ impl Engine {
             (plan, started.elapsed())
         };
         // One service is planned here: handing it to a worker costs more than it saves.
-        let prepared: Vec<(Prepared, Duration)> = if keys.len() == 1 {
-            keys.iter().map(timed).collect()
-        } else {
-            self.pool.install(|| keys.par_iter().map(timed).collect())
+        let prepared: Vec<(Prepared, Duration)> = match &self.pool {
+            Some(pool) if keys.len() > 1 => pool.install(|| keys.par_iter().map(timed).collect()),
+            _ => keys.iter().map(timed).collect(),
         };
         let at = self.clock.now();
         let mut records = Vec::with_capacity(keys.len());
