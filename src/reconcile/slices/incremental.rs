@@ -64,7 +64,7 @@ use smallvec::SmallVec;
 use super::desired::{
     Candidate, candidate, is_same_endpoint, pod_has_endpoint, pod_zone, port_key, ports_with,
 };
-use super::placement::{closest_to_full, shell_of};
+use super::placement::{State, closest_to_full, rewrite};
 use super::{NodeLookup, address_types, finish, new_slice, placeholder_rule, slice_labels};
 use crate::model::{
     AddressType, EndpointPort, EndpointSlice, IpFamily, Labels, Name, Pod, Service, TargetPort,
@@ -275,12 +275,6 @@ struct Shared<'i, 'a> {
     max: usize,
 }
 
-enum State {
-    Unchanged,
-    Update(Box<EndpointSlice>),
-    Delete,
-}
-
 /// One address type's placement, before hints and the shared tail.
 struct TypePlan<'a> {
     plan: AddressTypePlan,
@@ -393,14 +387,11 @@ impl<'a> Shared<'_, 'a> {
             // Labels are the desired ones (checked), so nothing else makes a slice change.
             let state = if endpoint_updated || kept.len() != slice.endpoints.len() {
                 removed += slice.endpoints.len() - kept.len();
-                if kept.is_empty() {
-                    State::Delete
-                } else {
-                    let mut copy = shell_of(slice);
-                    copy.endpoints = kept.iter().map(Candidate::to_endpoint).collect();
-                    copy.meta.labels = self.labels.clone();
-                    State::Update(Box::new(copy))
-                }
+                rewrite(
+                    slice,
+                    kept.iter().map(Candidate::to_endpoint).collect(),
+                    self.labels,
+                )
             } else {
                 State::Unchanged
             };

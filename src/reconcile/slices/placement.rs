@@ -3,7 +3,7 @@
 //! into the one unchanged slice it fills best, and only then create slices.
 
 use super::desired::PortGroup;
-use crate::model::{EndpointSlice, Labels};
+use crate::model::{Endpoint, EndpointSlice, Labels};
 
 /// What one port group needs.
 pub(crate) struct GroupPlan {
@@ -14,10 +14,23 @@ pub(crate) struct GroupPlan {
     pub removed: usize,
 }
 
-enum State {
+/// What becomes of an existing slice.
+pub(crate) enum State {
     Unchanged,
     Update(Box<EndpointSlice>),
     Delete,
+}
+
+/// An existing slice some of whose endpoints were dropped or changed: deleted when none is kept,
+/// else rewritten with the kept ones (fresh from their pods) and the desired labels.
+pub(crate) fn rewrite(slice: &EndpointSlice, kept: Vec<Endpoint>, labels: &Labels) -> State {
+    if kept.is_empty() {
+        return State::Delete;
+    }
+    let mut copy = shell_of(slice);
+    copy.endpoints = kept;
+    copy.meta.labels = labels.clone();
+    State::Update(Box::new(copy))
 }
 
 /// The labels a slice of this service must carry, and the service labels a slice is compared with.
@@ -79,14 +92,8 @@ pub(crate) fn place(
         let relabel = labels_changed(slice, labels);
         let state = if endpoint_updated || kept.len() != slice.endpoints.len() {
             removed += slice.endpoints.len() - kept.len();
-            if kept.is_empty() {
-                State::Delete
-            } else {
-                let mut copy = shell_of(slice);
-                copy.endpoints = kept.iter().map(|&i| desired.get(i).to_endpoint()).collect();
-                copy.meta.labels = labels.desired.clone();
-                State::Update(Box::new(copy))
-            }
+            let kept = kept.iter().map(|&i| desired.get(i).to_endpoint()).collect();
+            rewrite(slice, kept, &labels.desired)
         } else if relabel {
             let mut copy = (*slice).clone();
             copy.meta.labels = labels.desired.clone();
