@@ -249,10 +249,9 @@ fn reconcile_address_type(
         .copied()
         .filter(|s| !changed.contains(s.meta.name.as_str()))
         .collect();
-    let key = plan.service_key.clone();
     let topology_input = TopologyInput {
         service,
-        service_key: &key,
+        service_key: &plan.service_key,
         address_type,
         options: input.options,
         cache: input.topology,
