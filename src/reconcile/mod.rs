@@ -1,6 +1,8 @@
 //! Pure reconcilers: functions from a service, its pods, the nodes and the current objects to a plan
 //! of writes. No I/O; the same inputs give the same plan.
 
+pub mod endpoints;
+pub mod mirroring;
 pub mod slices;
 pub mod topology;
 

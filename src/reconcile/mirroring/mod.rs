@@ -1,0 +1,1 @@
+//! EndpointSlice mirroring: the custom Endpoints of selector-less Services copied into EndpointSlices.
