@@ -1,5 +1,7 @@
 //! A change to the cluster as a watch delivers it: the input of the engine.
 
+use std::sync::Arc;
+
 use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service};
 
 /// One object created, updated or deleted. Applying an object that exists replaces it.
@@ -13,8 +15,8 @@ pub enum Change {
     NodeDeleted { name: Name },
     Namespace(Namespace),
     NamespaceDeleted { name: Name },
-    EndpointSlice(EndpointSlice),
+    EndpointSlice(Arc<EndpointSlice>),
     EndpointSliceDeleted { namespace: Name, name: Name },
-    Endpoints(Endpoints),
+    Endpoints(Arc<Endpoints>),
     EndpointsDeleted { namespace: Name, name: Name },
 }

@@ -2,6 +2,7 @@
 //! would do it: the offline form of the controller behind `sliced reconcile`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ahash::RandomState;
 
@@ -78,10 +79,10 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
     }
     // Two input objects of one kind, namespace and name: the later one wins, as a later apply would.
     for slice in &snapshot.endpoint_slices {
-        let _ = sink.insert_existing(Object::EndpointSlice(slice.clone()));
+        let _ = sink.insert_existing(Object::from(slice.clone()));
     }
     for endpoints in &snapshot.endpoints {
-        let _ = sink.insert_existing(Object::Endpoints(endpoints.clone()));
+        let _ = sink.insert_existing(Object::from(endpoints.clone()));
     }
 
     let nodes: HashMap<Name, Node, RandomState> = snapshot
@@ -120,7 +121,7 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
             .remove(&(service.meta.namespace.clone(), service.meta.name.clone()))
             .unwrap_or_default();
         let current_refs: Vec<&EndpointSlice> = current.iter().collect();
-        let plan = reconcile(&SyncInput {
+        let mut plan = reconcile(&SyncInput {
             service,
             pods: &selected,
             nodes: &nodes,
@@ -136,7 +137,7 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
         result
             .events
             .extend(plan.events.iter().map(|e| (key.clone(), e.clone())));
-        let outcome = apply_plan(&sink, &plan);
+        let outcome = apply_plan(&sink, &mut plan);
         if let Some(message) = outcome.error_message() {
             result.events.push((
                 key.clone(),
@@ -173,7 +174,7 @@ fn managed_slices(sink: &MemorySink) -> HashMap<(Name, Name), Vec<EndpointSlice>
             by_service
                 .entry((slice.meta.namespace.clone(), service))
                 .or_default()
-                .push(slice);
+                .push(Arc::unwrap_or_clone(slice));
         }
     }
     by_service

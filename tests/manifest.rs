@@ -444,7 +444,7 @@ fn endpoint_slice_round_trip() {
     assert_eq!(slice.endpoints[0].addresses[1], Address::Ip(ip("fd00::2")));
     assert!(slice.is_owned_by("aaaa-bbbb"));
     let want: serde_json::Value = serde_json::from_str(FULL_SLICE).unwrap();
-    let got = object_to_json(&Object::EndpointSlice(slice.clone())).unwrap();
+    let got = object_to_json(&Object::from(slice.clone())).unwrap();
     assert_eq!(
         got,
         want,
@@ -463,7 +463,7 @@ fn new_slice_has_generate_name_and_empty_lists() {
     let m = load(
         "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {generateName: web-, namespace: ns}\naddressType: IPv4\nendpoints:\n",
     );
-    let got = object_to_json(&Object::EndpointSlice(m.objects.endpoint_slices[0].clone())).unwrap();
+    let got = object_to_json(&Object::from(m.objects.endpoint_slices[0].clone())).unwrap();
     let want = serde_json::json!({
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -488,7 +488,7 @@ fn endpoints_round_trip() {
       }]
     }"#;
     let m = load(text);
-    let got = object_to_json(&Object::Endpoints(m.objects.endpoints[0].clone())).unwrap();
+    let got = object_to_json(&Object::from(m.objects.endpoints[0].clone())).unwrap();
     assert_eq!(
         got,
         serde_json::from_str::<serde_json::Value>(text).unwrap()

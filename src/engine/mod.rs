@@ -189,7 +189,7 @@ impl Engine {
                     self.topology_dirty.store(true, Ordering::Release);
                 }
             }
-            Change::EndpointSlice(slice) => self.slice_stored(Arc::new(slice.clone())),
+            Change::EndpointSlice(slice) => self.slice_stored(Arc::clone(slice)),
             Change::EndpointSliceDeleted { namespace, name } => {
                 if let Some(old) = self.index.slices().delete(namespace, name) {
                     self.locator.slice_changed(Some(&old), None);
@@ -284,7 +284,7 @@ impl Engine {
                     });
                 }
                 (_, crate::sink::Object::EndpointSlice(s)) => {
-                    self.slice_stored(Arc::new(s.clone()));
+                    self.slice_stored(Arc::clone(s));
                 }
                 _ => {}
             }

@@ -262,8 +262,8 @@ impl Engine {
                 record.outcome = SyncOutcome::Stale;
                 Some(STALE_MESSAGE.to_string())
             }
-            Prepared::Plan(plan) => {
-                let outcome = apply_plan(sink, &plan);
+            Prepared::Plan(mut plan) => {
+                let outcome = apply_plan(sink, &mut plan);
                 for w in &outcome.records {
                     if let Object::EndpointSlice(slice) = &w.object {
                         match w.verb {

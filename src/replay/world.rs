@@ -2,6 +2,7 @@
 //! bumps generations on spec changes, and garbage-collects the slices of deleted Services.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use ahash::RandomState;
@@ -95,14 +96,14 @@ impl World {
             Change::EndpointSlice(slice) => {
                 // An edit by someone else: the API server stores it, the watch delivers it.
                 if let Ok(Object::EndpointSlice(stored)) =
-                    sink.apply_external(Object::EndpointSlice(slice.clone()))
+                    sink.apply_external(Object::EndpointSlice(Arc::clone(slice)))
                 {
                     engine.handle(&Change::EndpointSlice(stored));
                 }
             }
             Change::Endpoints(endpoints) => {
                 if let Ok(Object::Endpoints(stored)) =
-                    sink.apply_external(Object::Endpoints(endpoints.clone()))
+                    sink.apply_external(Object::Endpoints(Arc::clone(endpoints)))
                 {
                     engine.handle(&Change::Endpoints(stored));
                 }

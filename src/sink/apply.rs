@@ -92,11 +92,13 @@ impl ApplyOutcome {
     }
 }
 
-/// Carries out `plan` against `sink`. Objects are sent as planned, only wrapped in `Object`.
-pub fn apply_plan(sink: &dyn Sink, plan: &Plan) -> ApplyOutcome {
+/// Carries out the writes of `plan` against `sink`. Its slices are moved into the writes, not
+/// copied; the plan keeps its events and topology changes.
+pub fn apply_plan(sink: &dyn Sink, plan: &mut Plan) -> ApplyOutcome {
     let mut out = ApplyOutcome::default();
     let service = plan.service_key.as_str();
-    for tp in &plan.per_type {
+    for tp in &mut plan.per_type {
+        let planned = tp.write_count();
         let status = match apply_type(sink, service, tp, &mut out) {
             Ok(status) => status,
             Err(e) => {
@@ -107,15 +109,14 @@ pub fn apply_plan(sink: &dyn Sink, plan: &Plan) -> ApplyOutcome {
         out.per_type.push(TypeOutcome {
             address_type: tp.address_type.clone(),
             status,
-            planned: tp.write_count(),
+            planned,
         });
     }
-    for slice in &plan.unsupported_deletes {
-        let object = Object::EndpointSlice(slice.clone());
-        if let Err(e) = delete(sink, object, &mut out) {
+    for slice in std::mem::take(&mut plan.unsupported_deletes) {
+        let name = slice.meta.name.clone();
+        if let Err(e) = delete(sink, Object::from(slice), &mut out) {
             out.errors.push(format!(
-                "error deleting {} EndpointSlice for Service {service}: {e}",
-                slice.meta.name
+                "error deleting {name} EndpointSlice for Service {service}: {e}"
             ));
         }
     }
@@ -127,11 +128,11 @@ pub fn apply_plan(sink: &dyn Sink, plan: &Plan) -> ApplyOutcome {
 fn apply_type(
     sink: &dyn Sink,
     service: &str,
-    tp: &AddressTypePlan,
+    tp: &mut AddressTypePlan,
     out: &mut ApplyOutcome,
 ) -> Result<TypeStatus, String> {
-    for slice in &tp.creates {
-        match sink.create(&Object::EndpointSlice(slice.clone())) {
+    for slice in std::mem::take(&mut tp.creates) {
+        match sink.create(Object::from(slice)) {
             Ok(created) => out.record(Verb::Create, created),
             // Creates will keep failing in a dying namespace: drop the work, do not retry.
             Err(e) if e.is_namespace_terminating() => return Ok(TypeStatus::NamespaceTerminating),
@@ -142,22 +143,22 @@ fn apply_type(
             }
         }
     }
-    for slice in &tp.updates {
-        match sink.update(&Object::EndpointSlice(slice.clone())) {
+    for slice in std::mem::take(&mut tp.updates) {
+        let name = slice.meta.name.clone();
+        match sink.update(Object::from(slice)) {
             Ok(updated) => out.record(Verb::Update, updated),
             Err(e) => {
                 return Err(format!(
-                    "failed to update {} EndpointSlice for Service {service}: {e}",
-                    slice.meta.name
+                    "failed to update {name} EndpointSlice for Service {service}: {e}"
                 ));
             }
         }
     }
-    for slice in &tp.deletes {
-        if let Err(e) = delete(sink, Object::EndpointSlice(slice.clone()), out) {
+    for slice in std::mem::take(&mut tp.deletes) {
+        let name = slice.meta.name.clone();
+        if let Err(e) = delete(sink, Object::from(slice), out) {
             return Err(format!(
-                "failed to delete {} EndpointSlice for Service {service}: {e}",
-                slice.meta.name
+                "failed to delete {name} EndpointSlice for Service {service}: {e}"
             ));
         }
     }

@@ -113,7 +113,7 @@ impl MemorySink {
             let meta = sent.meta_mut();
             meta.resource_version = Name::default();
             meta.uid = Name::default();
-            return st.update(&sent);
+            return st.update(sent);
         }
         drop(st);
         let mut object = object;
@@ -219,7 +219,7 @@ impl MemorySink {
 }
 
 impl Sink for MemorySink {
-    fn create(&self, object: &Object) -> Result<Object, WriteError> {
+    fn create(&self, object: Object) -> Result<Object, WriteError> {
         let mut st = self.state.lock();
         st.take_injected(Verb::Create, object.kind())?;
         let kind = object.kind();
@@ -233,8 +233,8 @@ impl Sink for MemorySink {
             });
         }
         let name = if meta.name.is_empty() {
-            st.generate_name(object)?
-        } else if st.objects.contains_key(&key_of(object)) {
+            st.generate_name(&object)?
+        } else if st.objects.contains_key(&key_of(&object)) {
             return Err(WriteError::AlreadyExists {
                 kind: kind.resource(),
                 name: meta.name.clone(),
@@ -242,7 +242,9 @@ impl Sink for MemorySink {
         } else {
             meta.name.clone()
         };
-        let mut stored = object.clone();
+        // Only a logged write keeps what was sent apart from what was stored.
+        let sent = st.logging.then(|| object.clone());
+        let mut stored = object;
         let uid = st.next_uid();
         let rv = st.next_rv();
         let now = st.now;
@@ -254,23 +256,28 @@ impl Sink for MemorySink {
         m.creation_timestamp = Some(now);
         m.deletion_timestamp = None;
         st.objects.insert(key_of(&stored), stored.clone());
-        st.record(WriteRecord {
-            verb: Verb::Create,
-            sent: object.clone(),
-            stored: Some(stored.clone()),
-        });
+        if let Some(sent) = sent {
+            st.record(WriteRecord {
+                verb: Verb::Create,
+                sent,
+                stored: Some(stored.clone()),
+            });
+        }
         Ok(stored)
     }
 
-    fn update(&self, object: &Object) -> Result<Object, WriteError> {
+    fn update(&self, object: Object) -> Result<Object, WriteError> {
         let mut st = self.state.lock();
         st.take_injected(Verb::Update, object.kind())?;
+        let sent = st.logging.then(|| object.clone());
         let stored = st.update(object)?;
-        st.record(WriteRecord {
-            verb: Verb::Update,
-            sent: object.clone(),
-            stored: Some(stored.clone()),
-        });
+        if let Some(sent) = sent {
+            st.record(WriteRecord {
+                verb: Verb::Update,
+                sent,
+                stored: Some(stored.clone()),
+            });
+        }
         Ok(stored)
     }
 
@@ -305,11 +312,11 @@ impl State {
     }
 
     /// An update as the API server applies it: preconditions, immutable fields, generation.
-    fn update(&mut self, object: &Object) -> Result<Object, WriteError> {
+    fn update(&mut self, object: Object) -> Result<Object, WriteError> {
         let st = self;
         let kind = object.kind();
         let sent = object.meta();
-        let key = key_of(object);
+        let key = key_of(&object);
         let current = stored(&st.objects, &key, kind, &sent.name)?;
         let cur = current.meta();
         // An empty resourceVersion makes the update unconditional.
@@ -324,7 +331,7 @@ impl State {
                 kind, &sent.name, &sent.uid, &cur.uid,
             ));
         }
-        if let (Object::EndpointSlice(new), Object::EndpointSlice(old)) = (object, current)
+        if let (Object::EndpointSlice(new), Object::EndpointSlice(old)) = (&object, current)
             && new.address_type != old.address_type
         {
             let detail = format!(
@@ -333,18 +340,21 @@ impl State {
             );
             return Err(WriteError::invalid(kind, &sent.name, &detail));
         }
-        let spec_changed = !same_spec(object, current);
-        let mut stored = object.clone();
+        let spec_changed = !same_spec(&object, current);
+        let (namespace, name, uid) = (cur.namespace.clone(), cur.name.clone(), cur.uid.clone());
+        let (created, deleted) = (cur.creation_timestamp, cur.deletion_timestamp);
+        let (generation, resource_version) = (cur.generation, cur.resource_version.clone());
+        let mut stored = object;
         let m = stored.meta_mut();
-        m.namespace = cur.namespace.clone();
-        m.name = cur.name.clone();
-        m.uid = cur.uid.clone();
-        m.creation_timestamp = cur.creation_timestamp;
-        m.deletion_timestamp = cur.deletion_timestamp;
-        m.generation = cur.generation + i64::from(spec_changed);
-        m.resource_version = cur.resource_version.clone();
+        m.namespace = namespace;
+        m.name = name;
+        m.uid = uid;
+        m.creation_timestamp = created;
+        m.deletion_timestamp = deleted;
+        m.generation = generation + i64::from(spec_changed);
+        m.resource_version = resource_version;
         // Like etcd, a write that changes nothing is a no-op: the resourceVersion stays.
-        if stored != *current {
+        if st.objects.get(&key) != Some(&stored) {
             stored.meta_mut().resource_version = st.next_rv();
             st.objects.insert(key, stored.clone());
         }

@@ -2,6 +2,7 @@
 //! plan with upstream's ordering and error rules.
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::model::{EndpointSlice, Endpoints, Meta, Name};
 
@@ -45,11 +46,12 @@ impl fmt::Display for Kind {
     }
 }
 
-/// The kinds of object sliced writes.
+/// The kinds of object sliced writes. Shared, not copied, between the plan, the API server's store
+/// and the index: a write costs no copy of the object unless someone changes it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Object {
-    EndpointSlice(EndpointSlice),
-    Endpoints(Endpoints),
+    EndpointSlice(Arc<EndpointSlice>),
+    Endpoints(Arc<Endpoints>),
 }
 
 impl Object {
@@ -69,8 +71,8 @@ impl Object {
 
     pub fn meta_mut(&mut self) -> &mut Meta {
         match self {
-            Object::EndpointSlice(s) => &mut s.meta,
-            Object::Endpoints(e) => &mut e.meta,
+            Object::EndpointSlice(s) => &mut Arc::make_mut(s).meta,
+            Object::Endpoints(e) => &mut Arc::make_mut(e).meta,
         }
     }
 
@@ -90,7 +92,7 @@ impl Object {
 
     pub fn into_slice(self) -> Option<EndpointSlice> {
         match self {
-            Object::EndpointSlice(s) => Some(s),
+            Object::EndpointSlice(s) => Some(Arc::unwrap_or_clone(s)),
             Object::Endpoints(_) => None,
         }
     }
@@ -98,20 +100,34 @@ impl Object {
     pub fn into_endpoints(self) -> Option<Endpoints> {
         match self {
             Object::EndpointSlice(_) => None,
-            Object::Endpoints(e) => Some(e),
+            Object::Endpoints(e) => Some(Arc::unwrap_or_clone(e)),
+        }
+    }
+
+    /// The shared slice, without copying it.
+    pub fn slice_arc(&self) -> Option<&Arc<EndpointSlice>> {
+        match self {
+            Object::EndpointSlice(s) => Some(s),
+            Object::Endpoints(_) => None,
         }
     }
 }
 
 impl From<EndpointSlice> for Object {
     fn from(s: EndpointSlice) -> Self {
+        Object::EndpointSlice(Arc::new(s))
+    }
+}
+
+impl From<Arc<EndpointSlice>> for Object {
+    fn from(s: Arc<EndpointSlice>) -> Self {
         Object::EndpointSlice(s)
     }
 }
 
 impl From<Endpoints> for Object {
     fn from(e: Endpoints) -> Self {
-        Object::Endpoints(e)
+        Object::Endpoints(Arc::new(e))
     }
 }
 
@@ -232,10 +248,11 @@ impl WriteError {
 }
 
 /// The API server, as the reconcilers' writes see it. Methods take `&self` so that one sink can serve
-/// parallel workers. Each returns the object as the server stored it.
+/// parallel workers. Each returns the object as the server stored it. Creates and updates take the
+/// object: a sink that stores it keeps the same allocation when the caller holds no other reference.
 pub trait Sink: Send + Sync {
-    fn create(&self, object: &Object) -> Result<Object, WriteError>;
-    fn update(&self, object: &Object) -> Result<Object, WriteError>;
+    fn create(&self, object: Object) -> Result<Object, WriteError>;
+    fn update(&self, object: Object) -> Result<Object, WriteError>;
     fn delete(&self, object: &Object) -> Result<(), WriteError>;
 }
 

@@ -86,8 +86,8 @@ fn summary(out: &ApplyOutcome) -> Vec<String> {
 
 #[test]
 fn apply_orders_creates_updates_deletes_per_type_then_unsupported() {
-    let (sink, p) = setup();
-    let out = apply_plan(&sink, &p);
+    let (sink, mut p) = setup();
+    let out = apply_plan(&sink, &mut p);
     assert!(out.is_success(), "{:?}", out.errors);
     assert_eq!(
         summary(&out),
@@ -129,9 +129,9 @@ fn apply_orders_creates_updates_deletes_per_type_then_unsupported() {
 
 #[test]
 fn create_failure_ends_that_type_only() {
-    let (sink, p) = setup();
+    let (sink, mut p) = setup();
     sink.fail_next(Verb::Create, Kind::EndpointSlice, boom(), 1);
-    let out = apply_plan(&sink, &p);
+    let out = apply_plan(&sink, &mut p);
     assert_eq!(
         out.errors,
         ["failed to create EndpointSlice for Service ns/svc: boom"]
@@ -154,9 +154,9 @@ fn create_failure_ends_that_type_only() {
 
 #[test]
 fn update_failure_skips_remaining_updates_and_deletes() {
-    let (sink, p) = setup();
+    let (sink, mut p) = setup();
     sink.fail_next(Verb::Update, Kind::EndpointSlice, boom(), 1);
-    let out = apply_plan(&sink, &p);
+    let out = apply_plan(&sink, &mut p);
     assert_eq!(
         out.errors,
         ["failed to update u1 EndpointSlice for Service ns/svc: boom"]
@@ -178,9 +178,9 @@ fn update_failure_skips_remaining_updates_and_deletes() {
 
 #[test]
 fn delete_failure_skips_remaining_deletes() {
-    let (sink, p) = setup();
+    let (sink, mut p) = setup();
     sink.fail_next(Verb::Delete, Kind::EndpointSlice, boom(), 1);
-    let out = apply_plan(&sink, &p);
+    let out = apply_plan(&sink, &mut p);
     assert_eq!(
         out.errors,
         ["failed to delete d1 EndpointSlice for Service ns/svc: boom"]
@@ -207,7 +207,7 @@ fn delete_failure_skips_remaining_deletes() {
 fn stale_update_reports_the_conflict() {
     let (sink, mut p) = setup();
     p.per_type[0].updates[0].meta.resource_version = "999".into();
-    let out = apply_plan(&sink, &p);
+    let out = apply_plan(&sink, &mut p);
     assert_eq!(out.errors.len(), 1);
     assert!(
         out.errors[0].starts_with(
@@ -224,7 +224,7 @@ fn terminating_namespace_abandons_the_type_without_error() {
     // The second type has no creates, so it still runs in full.
     p.per_type[1].creates.clear();
     sink.set_namespace_terminating("ns", true);
-    let out = apply_plan(&sink, &p);
+    let out = apply_plan(&sink, &mut p);
     assert!(out.is_success(), "{:?}", out.errors);
     assert_eq!(
         summary(&out),
@@ -243,14 +243,14 @@ fn terminating_namespace_abandons_the_type_without_error() {
 
 #[test]
 fn terminating_cause_on_create_lets_the_next_type_create() {
-    let (sink, p) = setup();
+    let (sink, mut p) = setup();
     let terminating = WriteError::NamespaceTerminating {
         kind: Kind::EndpointSlice.resource(),
         name: Name::default(),
         namespace: "ns".into(),
     };
     sink.fail_next(Verb::Create, Kind::EndpointSlice, terminating, 1);
-    let out = apply_plan(&sink, &p);
+    let out = apply_plan(&sink, &mut p);
     assert!(out.is_success(), "{:?}", out.errors);
     assert_eq!(
         summary(&out),
@@ -270,9 +270,9 @@ fn terminating_cause_on_create_lets_the_next_type_create() {
 fn unsupported_deletes_continue_after_errors() {
     let (sink, p) = setup();
     // Per-type deletes use the first injection; x1 and x2 fail, x3 goes through.
-    let p = plan(Vec::new(), p.unsupported_deletes);
+    let mut p = plan(Vec::new(), p.unsupported_deletes);
     sink.fail_next(Verb::Delete, Kind::EndpointSlice, boom(), 2);
-    let out = apply_plan(&sink, &p);
+    let out = apply_plan(&sink, &mut p);
     assert_eq!(
         out.errors,
         [
@@ -289,10 +289,10 @@ fn unsupported_deletes_continue_after_errors() {
 
 #[test]
 fn deleting_a_missing_slice_is_success_but_not_counted() {
-    let (sink, p) = setup();
+    let (sink, mut p) = setup();
     sink.delete(&obj(&p.per_type[0].deletes[0])).unwrap();
     sink.delete(&obj(&p.unsupported_deletes[2])).unwrap();
-    let out = apply_plan(&sink, &p);
+    let out = apply_plan(&sink, &mut p);
     assert!(out.is_success(), "{:?}", out.errors);
     assert_eq!(out.deletes, 4);
     assert!(!summary(&out).contains(&"delete d1".to_string()));
@@ -303,7 +303,7 @@ fn plan_errors_come_after_write_errors() {
     let (sink, mut p) = setup();
     p.errors = vec!["skipping Pod p for Service ns/svc: Node n Not Found".to_string()];
     sink.fail_next(Verb::Update, Kind::EndpointSlice, boom(), 2);
-    let out = apply_plan(&sink, &p);
+    let out = apply_plan(&sink, &mut p);
     assert_eq!(
         out.errors,
         [
@@ -316,7 +316,7 @@ fn plan_errors_come_after_write_errors() {
     let plain = setup();
     let mut p2 = plain.1;
     p2.errors = vec!["e".into(), "e".into()];
-    let out = apply_plan(&plain.0, &p2);
+    let out = apply_plan(&plain.0, &mut p2);
     assert_eq!(out.records.len(), 12);
     assert!(!out.is_success());
     assert_eq!(out.error_message().unwrap(), "e");

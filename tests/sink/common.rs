@@ -54,7 +54,7 @@ pub fn v4(name: &str, ips: &[&str]) -> EndpointSlice {
 }
 
 pub fn obj(s: &EndpointSlice) -> Object {
-    Object::EndpointSlice(s.clone())
+    Object::from(s.clone())
 }
 
 pub fn rv(o: &Object) -> u64 {
@@ -63,7 +63,7 @@ pub fn rv(o: &Object) -> u64 {
 
 /// Preloads a slice and returns the stored copy.
 pub fn existing(sink: &MemorySink, s: EndpointSlice) -> EndpointSlice {
-    sink.insert_existing(Object::EndpointSlice(s))
+    sink.insert_existing(Object::from(s))
         .unwrap()
         .into_slice()
         .unwrap()
