@@ -128,11 +128,10 @@ fn cases(s: &ServiceScenario) -> Vec<Case> {
     ]
 }
 
-/// Everything a caller keeps between syncs: pods by name, and where each pod's endpoint is.
+/// Everything a caller keeps between syncs: where each pod's endpoint is.
 struct Prepared<'a> {
     pods: Vec<&'a Pod>,
     slices: Vec<&'a EndpointSlice>,
-    by_name: Map<&'a str, &'a Pod>,
     located: Map<&'a str, usize>,
     changed: Vec<(Name, Option<&'a Pod>)>,
 }
@@ -155,14 +154,12 @@ fn prepare(case: &Case) -> Prepared<'_> {
     Prepared {
         pods,
         slices: case.slices.iter().collect(),
-        by_name,
         located,
         changed,
     }
 }
 
 fn incremental(s: &ServiceScenario, p: &Prepared) -> Option<Plan> {
-    let pod = |name: &str| p.by_name.get(name).copied();
     let locate = |name: &str, t: &AddressType| {
         if *t == AddressType::IPv4 {
             p.located.get(name).copied()
@@ -173,7 +170,6 @@ fn incremental(s: &ServiceScenario, p: &Prepared) -> Option<Plan> {
     reconcile_incremental(&IncrementalInput {
         service: &s.service,
         changed: &p.changed,
-        pod: &pod,
         nodes: &s.nodes,
         slices: &p.slices,
         locate: &locate,

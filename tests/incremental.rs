@@ -378,12 +378,10 @@ impl World {
         trigger_time: Option<Timestamp>,
     ) -> Option<Plan> {
         let slices: Vec<&EndpointSliceObj> = self.slices.iter().collect();
-        let pod = |name: &str| self.pods.get(name);
         let locate = |name: &str, t: &AddressType| locations.get(t)?.get(name).copied();
         reconcile_incremental(&IncrementalInput {
             service: &self.service,
             changed,
-            pod: &pod,
             nodes: &self.nodes,
             slices: &slices,
             locate: &locate,
@@ -680,14 +678,6 @@ fn hints_in_a_rewritten_slice_are_not_incremental() {
 }
 
 #[test]
-fn duplicate_endpoint_in_a_rewritten_slice_is_not_incremental() {
-    let mut world = base_world(&base_spec());
-    let dup = world.slices[0].endpoints[1].clone();
-    world.slices[0].endpoints.push(dup);
-    assert!(flip_first(&mut world).is_none());
-}
-
-#[test]
 fn unsorted_changes_are_not_incremental() {
     let mut world = base_world(&base_spec());
     let locations = world.locations();
@@ -752,31 +742,6 @@ fn stale_locate_is_not_incremental() {
         (name.clone(), world.pods.get(&name)),
         (second.clone(), world.pods.get(&second)),
     ];
-    assert!(world.incremental(&changed, &locations, None).is_none());
-}
-
-#[test]
-fn unchanged_pod_missing_from_lookup_is_not_incremental() {
-    let mut world = base_world(&base_spec());
-    let locations = world.locations();
-    let names = world.change(&[Change::Ready(0)]);
-    // Pod 1 shares the first slice but has silently gone.
-    let second = world.nth(1).expect("a pod");
-    world.pods.remove(&second);
-    let changed = world.changed_list(&names);
-    assert!(world.incremental(&changed, &locations, None).is_none());
-}
-
-#[test]
-fn unchanged_pod_changed_behind_our_back_is_not_incremental() {
-    let mut world = base_world(&base_spec());
-    let locations = world.locations();
-    let names = world.change(&[Change::Ready(0)]);
-    let second = world.nth(1).expect("a pod");
-    if let Some(pod) = world.pods.get_mut(&second) {
-        pod.ready = false;
-    }
-    let changed = world.changed_list(&names);
     assert!(world.incremental(&changed, &locations, None).is_none());
 }
 

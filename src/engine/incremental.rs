@@ -85,23 +85,36 @@ pub(super) struct Locator {
     by_service: DashMap<ServiceKey, Places, RandomState>,
 }
 
-fn endpoint_pods(slice: &EndpointSlice) -> impl Iterator<Item = &Name> {
+/// The pods of a slice's endpoints, with their positions.
+fn endpoint_pods(slice: &EndpointSlice) -> impl Iterator<Item = (usize, &Name)> {
     slice
         .endpoints
         .iter()
-        .filter_map(|e| e.target_ref.as_ref().and_then(|t| t.name.as_ref()))
+        .enumerate()
+        .filter_map(|(i, e)| Some((i, e.target_ref.as_ref()?.name.as_ref()?)))
 }
 
 impl Locator {
     /// A slice was stored (replacing `old`, if any) or deleted (`new` is `None`).
     pub fn slice_changed(&self, old: Option<&EndpointSlice>, new: Option<&EndpointSlice>) {
+        // An update in place mostly keeps each pod at its position: those need no bookkeeping.
+        let same_slice = matches!((old, new), (Some(o), Some(n))
+            if o.meta.name == n.meta.name && o.address_type == n.address_type);
+        let kept = |i: usize, pod: &Name, other: Option<&EndpointSlice>| {
+            same_slice
+                && other
+                    .and_then(|s| s.endpoints.get(i))
+                    .and_then(|e| e.target_ref.as_ref())
+                    .and_then(|t| t.name.as_ref())
+                    == Some(pod)
+        };
         if let Some(old) = old
             && let Ok(key) = service_of_slice(old)
             && let Some(mut map) = self.by_service.get_mut(&key)
             && let Some(places) = map.get_mut(&old.address_type)
         {
-            for pod in endpoint_pods(old) {
-                if places.get(pod) == Some(&old.meta.name) {
+            for (i, pod) in endpoint_pods(old) {
+                if !kept(i, pod, new) && places.get(pod) == Some(&old.meta.name) {
                     places.remove(pod);
                 }
             }
@@ -111,8 +124,10 @@ impl Locator {
         {
             let mut map = self.by_service.entry(key).or_default();
             let places = map.entry(new.address_type.clone()).or_default();
-            for pod in endpoint_pods(new) {
-                places.insert(pod.clone(), new.meta.name.clone());
+            for (i, pod) in endpoint_pods(new) {
+                if !kept(i, pod, old) {
+                    places.insert(pod.clone(), new.meta.name.clone());
+                }
             }
         }
     }

@@ -12,8 +12,7 @@ use crate::index::ServiceKey;
 use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
 use crate::queue::RetryDecision;
 use crate::reconcile::slices::{
-    IncrementalInput, SyncInput, address_types, reconcile, reconcile_incremental,
-    set_plan_trigger_time,
+    IncrementalInput, SyncInput, reconcile, reconcile_incremental, set_plan_trigger_time,
 };
 use crate::reconcile::{Event, Plan};
 use crate::sink::apply::{AppliedWrite, apply_plan};
@@ -186,29 +185,6 @@ impl Engine {
             .enumerate()
             .map(|(i, s)| (s.meta.name.as_str(), i))
             .collect();
-        // The pods of the slices holding a changed pod: the only ones the reconciler rebuilds.
-        let mut neighbours: HashMap<Name, Arc<Pod>, ahash::RandomState> = HashMap::default();
-        for address_type in address_types(service) {
-            for (name, _) in &changed {
-                let Some(slice) = self
-                    .locator
-                    .locate(key, name, &address_type)
-                    .and_then(|s| position.get(s.as_str()))
-                    .map(|&i| slices[i])
-                else {
-                    continue;
-                };
-                for ep in &slice.endpoints {
-                    if let Some(pod_name) = ep.target_ref.as_ref().and_then(|t| t.name.as_ref())
-                        && !neighbours.contains_key(pod_name)
-                        && let Some(pod) = self.index.pods().get(&key.namespace, pod_name)
-                    {
-                        neighbours.insert(pod_name.clone(), pod);
-                    }
-                }
-            }
-        }
-        let pod = |name: &str| neighbours.get(name).map(|p| p.as_ref());
         let locate = |name: &str, at: &AddressType| {
             self.locator
                 .locate(key, name, at)
@@ -219,7 +195,6 @@ impl Engine {
         let mut plan = reconcile_incremental(&IncrementalInput {
             service,
             changed: &changed,
-            pod: &pod,
             nodes: nodes.as_ref(),
             slices,
             locate: &locate,

@@ -152,8 +152,16 @@ fn single_change(m: Manifest) -> Option<Change> {
     changes.extend(o.pods.into_iter().map(Change::Pod));
     changes.extend(o.nodes.into_iter().map(Change::Node));
     changes.extend(o.namespaces.into_iter().map(Change::Namespace));
-    changes.extend(o.endpoint_slices.into_iter().map(|s| Change::EndpointSlice(Arc::new(s))));
-    changes.extend(o.endpoints.into_iter().map(|e| Change::Endpoints(Arc::new(e))));
+    changes.extend(
+        o.endpoint_slices
+            .into_iter()
+            .map(|s| Change::EndpointSlice(Arc::new(s))),
+    );
+    changes.extend(
+        o.endpoints
+            .into_iter()
+            .map(|e| Change::Endpoints(Arc::new(e))),
+    );
     (changes.len() == 1).then(|| changes.pop()).flatten()
 }
 

@@ -52,8 +52,9 @@ impl Deref for Name {
 }
 
 impl Default for Name {
+    /// The empty name: a static, so making one takes no lock.
     fn default() -> Self {
-        intern("")
+        Name(ArcStr::new())
     }
 }
 

@@ -24,12 +24,13 @@
 //!   changed (were added, updated, deleted, or joined or left the selector).
 //! - The full reconcile this stands for gets its pods sorted by name (as the index's member sets
 //!   give them).
-//! - `locate` tells where each pod's endpoint was after the last sync, per address type, and `pod`
-//!   finds every current member.
+//! - `locate` tells where each pod's endpoint was after the last sync, per address type.
 //!
 //! Under that contract, no slice carries hints or a duplicate endpoint (the last sync stripped or
-//! dropped them), and every unchanged pod's node exists. These are checked for the slices that are
-//! rewritten, not for the others, which would cost a walk over every endpoint.
+//! dropped them), every unchanged pod's node exists and its endpoint is exactly what the full
+//! reconcile would build now, so it is kept as it is rather than rebuilt from the pod. Hints are
+//! checked for the slices that are rewritten, not for the others, which would cost a walk over
+//! every endpoint.
 //!
 //! # Preconditions checked (`None` when one fails: run the full reconcile)
 //!
@@ -49,8 +50,7 @@
 //! 5. `locate` is consistent with the slices it points at: each located endpoint is in that slice,
 //!    of that type, and a rewritten slice holds no endpoint of a changed pod located elsewhere.
 //! 6. Every endpoint of a rewritten slice (and of an unchanged slice that step 3 tops up) has no
-//!    hints, and is either a changed pod's or, once, an unchanged pod's whose endpoint it still is
-//!    (same identity and attributes, rebuilt from the pod as the full reconcile builds it).
+//!    hints and names its pod.
 //! 7. The port group still exists: an endpoint of an unchanged pod remains, or a changed pod has
 //!    one. Without it the full reconcile deletes every slice whatever it holds.
 //!
@@ -67,8 +67,8 @@ use super::desired::{
 use super::placement::{State, closest_to_full, rewrite};
 use super::{NodeLookup, address_types, finish, new_slice, placeholder_rule, slice_labels};
 use crate::model::{
-    AddressType, EndpointPort, EndpointSlice, IpFamily, Labels, Name, Pod, Service, TargetPort,
-    Timestamp,
+    AddressType, Endpoint, EndpointPort, EndpointSlice, IpFamily, Labels, Name, Pod, Service,
+    TargetPort, Timestamp,
 };
 use crate::reconcile::topology::{self, TopologyCache, TopologyInput};
 use crate::reconcile::{AddressTypePlan, Options, Plan};
@@ -80,8 +80,6 @@ pub struct IncrementalInput<'a> {
     /// still exists and is selected, `None` if it was deleted or is no longer selected. Sorted by
     /// name (byte order, as `Name` sorts), each name once.
     pub changed: &'a [(Name, Option<&'a Pod>)],
-    /// Finds a current member pod by name: rebuilds the unchanged endpoints of rewritten slices.
-    pub pod: &'a dyn Fn(&str) -> Option<&'a Pod>,
     pub nodes: &'a dyn NodeLookup,
     /// The service's managed slices, as `SyncInput::slices`, in the same order.
     pub slices: &'a [&'a EndpointSlice],
@@ -343,13 +341,13 @@ impl<'a> Shared<'_, 'a> {
         touched.sort_unstable();
         touched.dedup();
 
-        // 1. Keep what is still desired in each touched slice, in its place.
+        // 1. Keep what is still desired in each touched slice, in its place. An unchanged pod's
+        // endpoint is what the last sync wrote (the contract), so it is kept as it is.
         let mut states: Vec<(usize, State)> = Vec::with_capacity(touched.len() + 1);
         let mut removed = 0;
-        let mut seen: Vec<*const Pod> = Vec::new();
         for &i in &touched {
             let slice = slices[i];
-            let mut kept: Vec<Candidate<'a>> = Vec::with_capacity(slice.endpoints.len());
+            let mut kept: Vec<Endpoint> = Vec::with_capacity(slice.endpoints.len());
             let mut endpoint_updated = false;
             for ep in &slice.endpoints {
                 if ep.hints.is_some() {
@@ -366,41 +364,20 @@ impl<'a> Shared<'_, 'a> {
                             && let Some(f) = fresh[c].take()
                         {
                             endpoint_updated |= !f.same_attributes(ep);
-                            kept.push(f);
+                            kept.push(f.to_endpoint());
                         }
                     }
-                    Err(_) => {
-                        // Unchanged: must be in place as the last sync left it.
-                        let pod = (input.pod)(name)?;
-                        if pod.meta.name != *name {
-                            return None;
-                        }
-                        let c = self.candidate(pod, family).ok()??;
-                        if !is_same_endpoint(&c, ep) || !c.same_attributes(ep) {
-                            return None;
-                        }
-                        seen.push(pod);
-                        kept.push(c);
-                    }
+                    Err(_) => kept.push(ep.clone()),
                 }
             }
             // Labels are the desired ones (checked), so nothing else makes a slice change.
             let state = if endpoint_updated || kept.len() != slice.endpoints.len() {
                 removed += slice.endpoints.len() - kept.len();
-                rewrite(
-                    slice,
-                    kept.iter().map(Candidate::to_endpoint).collect(),
-                    self.labels,
-                )
+                rewrite(slice, kept, self.labels)
             } else {
                 State::Unchanged
             };
             states.push((i, state));
-        }
-        // A pod twice in the rewritten slices: the full reconcile would keep it once.
-        seen.sort_unstable();
-        if seen.windows(2).any(|w| w[0] == w[1]) {
-            return None;
         }
         // Every located endpoint must have been where `locate` said.
         if located
