@@ -4,14 +4,15 @@
 //!
 //! The contract with `reconcile_incremental`: it may be used only when the last sync of the service
 //! succeeded and, since then, nothing but the listed pods changed: no event of the Service itself,
-//! no slice event that queued it (an edit by someone else), no node change that can move a zone,
-//! no failed sync. Each of those marks the service for a full sync.
+//! no slice event that queued it (an edit by someone else), no failed sync. Each of those marks
+//! the service for a full sync. A node change that can move a zone marks the pods on that node as
+//! changed, in the services selecting them only.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use ahash::RandomState;
-use dashmap::DashMap;
+use dashmap::{DashMap, DashSet};
+use parking_lot::Mutex;
 
 use crate::index::ServiceKey;
 use crate::model::{AddressType, EndpointSlice, Name};
@@ -26,10 +27,10 @@ pub(super) struct Changes {
 #[derive(Default)]
 pub(super) struct ChangeLog {
     pending: DashMap<ServiceKey, Changes, RandomState>,
-    /// Bumped on every node change that can move an endpoint's zone or node.
-    node_epoch: AtomicU64,
-    /// The node epoch at each service's last successful sync.
-    synced_epoch: DashMap<ServiceKey, u64, RandomState>,
+    /// Nodes added, deleted or moved to another zone since the last batch.
+    changed_nodes: Mutex<HashSet<Name, RandomState>>,
+    /// Services whose last sync succeeded.
+    synced: DashSet<ServiceKey, RandomState>,
 }
 
 impl ChangeLog {
@@ -45,34 +46,38 @@ impl ChangeLog {
         self.pending.entry(key.clone()).or_default().full = true;
     }
 
-    pub fn nodes_changed(&self) {
-        self.node_epoch.fetch_add(1, Ordering::Relaxed);
+    /// A node was added, deleted or moved zone: the endpoints of its pods may change.
+    pub fn node_changed(&self, node: &Name) {
+        self.changed_nodes.lock().insert(node.clone());
     }
 
-    /// The changes since the last sync, taken: a sync is about to start. A service never synced,
-    /// or synced before the last node change, needs a full sync.
+    /// The nodes changed since the last call.
+    pub fn take_changed_nodes(&self) -> HashSet<Name, RandomState> {
+        std::mem::take(&mut *self.changed_nodes.lock())
+    }
+
+    /// The changes since the last sync, taken: a sync is about to start. A service whose last
+    /// sync did not succeed needs a full sync.
     pub fn take(&self, key: &ServiceKey) -> Changes {
         let mut changes = self.pending.remove(key).map(|(_, c)| c).unwrap_or_default();
-        let epoch = self.node_epoch.load(Ordering::Relaxed);
-        if self.synced_epoch.get(key).is_none_or(|e| *e != epoch) {
+        if !self.synced.contains(key) {
             changes.full = true;
         }
         changes
     }
 
     pub fn synced(&self, key: &ServiceKey) {
-        let epoch = self.node_epoch.load(Ordering::Relaxed);
-        self.synced_epoch.insert(key.clone(), epoch);
+        self.synced.insert(key.clone());
     }
 
     pub fn failed(&self, key: &ServiceKey) {
-        self.synced_epoch.remove(key);
+        self.synced.remove(key);
         self.force_full(key);
     }
 
     pub fn forget(&self, key: &ServiceKey) {
         self.pending.remove(key);
-        self.synced_epoch.remove(key);
+        self.synced.remove(key);
     }
 }
 

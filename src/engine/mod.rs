@@ -173,7 +173,7 @@ impl Engine {
                     // An endpoint reads only a node's existence and zone; readiness and CPU
                     // matter to hints, whose services always sync in full.
                     if old.as_ref().is_none_or(|old| old.zone() != node.zone()) {
-                        self.changes.nodes_changed();
+                        self.changes.node_changed(&node.name);
                     }
                     if old.is_none_or(|old| old.ready != node.ready || old.zone() != node.zone()) {
                         self.topology_dirty.store(true, Ordering::Release);
@@ -185,7 +185,7 @@ impl Engine {
                     .remove(name)
                     .is_some()
                 {
-                    self.changes.nodes_changed();
+                    self.changes.node_changed(name);
                     self.topology_dirty.store(true, Ordering::Release);
                 }
             }
@@ -215,6 +215,19 @@ impl Engine {
         }
     }
 
+    /// Nodes were added, deleted or moved zone: the pods on them count as changed in the services
+    /// selecting them, so that their next sync rebuilds those endpoints (and only those). Nothing is
+    /// queued, as upstream queues nothing for a node.
+    fn mark_pods_on_changed_nodes(&self) {
+        let nodes = self.changes.take_changed_nodes();
+        if nodes.is_empty() {
+            return;
+        }
+        for (key, pod) in self.index.members_on_nodes(&nodes) {
+            self.changes.pod_changed(&key, &pod);
+        }
+    }
+
     /// Node readiness or zones changed: recompute zone ratios and resync services whose hints no
     /// longer fit. Done once before a batch, however many node events came (upstream's topology
     /// queue has one constant key for the same reason).
@@ -238,6 +251,7 @@ impl Engine {
 
     /// When the next delayed service becomes ready, if any.
     pub fn next_ready_at(&self) -> Option<Duration> {
+        self.mark_pods_on_changed_nodes();
         self.recompute_topology_if_needed();
         self.queue.next_ready_at()
     }

@@ -63,6 +63,7 @@ impl Engine {
     /// Takes the services that are ready now, reconciles them in parallel and applies their plans
     /// to `sink`, in the order they became ready.
     pub fn sync_ready(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
+        self.mark_pods_on_changed_nodes();
         self.recompute_topology_if_needed();
         let keys = self.queue.pop_ready(self.options.max_batch);
         if keys.is_empty() {

@@ -65,6 +65,21 @@ impl Index {
             .unwrap_or_default()
     }
 
+    /// The pods on any of `nodes`, each with a service selecting it: one walk over every pod,
+    /// however many nodes changed.
+    pub fn members_on_nodes(
+        &self,
+        nodes: &std::collections::HashSet<Name, ahash::RandomState>,
+    ) -> Vec<(ServiceKey, Name)> {
+        let mut out = Vec::new();
+        for ns in self.namespaces.iter() {
+            ns.for_each_pod_on(nodes, |pod, service| {
+                out.push((ServiceKey::of(service), pod.clone()));
+            });
+        }
+        out
+    }
+
     /// Upstream's `GetServicesToUpdate`, sorted: the services matching the new labels; when the
     /// labels changed, their union with those matching the old labels if the pod changed too, and
     /// otherwise the symmetric difference (a service matched before and after sees no change).

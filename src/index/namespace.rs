@@ -66,6 +66,19 @@ impl Namespace {
         self.services.get(name).map_or(0, |e| e.members.len())
     }
 
+    /// Calls `f` with each pod whose node is one of `nodes`, and the services selecting it.
+    pub(crate) fn for_each_pod_on(
+        &self,
+        nodes: &std::collections::HashSet<Name, ahash::RandomState>,
+        mut f: impl FnMut(&Name, &Arc<Service>),
+    ) {
+        for (name, pod) in &self.pods {
+            if pod.node_name.as_ref().is_some_and(|n| nodes.contains(n)) {
+                self.for_each_match(&pod.meta.labels, |s| f(name, s));
+            }
+        }
+    }
+
     /// Calls `f` for each service whose selector matches `labels`, each once, in no set order.
     pub(crate) fn for_each_match(&self, labels: &Labels, f: impl FnMut(&Arc<Service>)) {
         self.selectors.for_each_match(labels, f);
