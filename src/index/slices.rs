@@ -52,17 +52,39 @@ pub fn is_managed(slice: &EndpointSlice) -> bool {
     slice.managed_by().map(|m| m.as_str()) == Some(keys::ENDPOINTSLICE_CONTROLLER)
 }
 
-/// The EndpointSlices managed by this controller. Slices being deleted are kept: the reconciler
+/// The EndpointSlices managed by one controller. Slices being deleted are kept: the reconciler
 /// decides what to do with them, and the slice handlers need them to compare versions.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SliceStore {
     namespaces: DashMap<Name, Namespace, Seeded>,
     count: AtomicUsize,
+    /// The managed-by label value of the slices kept.
+    manager: &'static str,
+}
+
+impl Default for SliceStore {
+    fn default() -> Self {
+        SliceStore::for_manager(keys::ENDPOINTSLICE_CONTROLLER)
+    }
 }
 
 impl SliceStore {
+    /// The store of the EndpointSlice controller's slices.
     pub fn new() -> Self {
         SliceStore::default()
+    }
+
+    /// The store of the slices carrying this managed-by value.
+    pub fn for_manager(manager: &'static str) -> Self {
+        SliceStore {
+            namespaces: DashMap::default(),
+            count: AtomicUsize::new(0),
+            manager,
+        }
+    }
+
+    fn keeps(&self, slice: &EndpointSlice) -> bool {
+        slice.managed_by().map(|m| m.as_str()) == Some(self.manager)
     }
 
     /// Stores `slice` when this controller manages it; otherwise removes any stored slice of that
@@ -73,7 +95,7 @@ impl SliceStore {
         if slice.meta.name.is_empty() {
             return None;
         }
-        if !is_managed(&slice) {
+        if !self.keeps(&slice) {
             return self.delete(&slice.meta.namespace, &slice.meta.name);
         }
         let mut ns = self
@@ -129,7 +151,7 @@ impl SliceStore {
         let mut incoming: Map<(Name, Name), Arc<EndpointSlice>> = Map::default();
         for slice in slices {
             let slice = slice.into();
-            if is_managed(&slice) && !slice.meta.name.is_empty() {
+            if self.keeps(&slice) && !slice.meta.name.is_empty() {
                 incoming.insert(key(&slice), slice);
             }
         }

@@ -27,4 +27,6 @@ pub mod keys {
     pub const ANNOTATION_TOPOLOGY_MODE: &str = "service.kubernetes.io/topology-mode";
     /// The managed-by value of the EndpointSlice controller.
     pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
+    /// The managed-by value of the EndpointSlice mirroring controller's slices.
+    pub const MIRRORING_CONTROLLER: &str = "endpointslicemirroring-controller.k8s.io";
 }

@@ -24,7 +24,7 @@ pub fn slice_event_delay(batch_period: Duration) -> Duration {
 /// queued but cannot name, because the slice lacks the service-name label: log it and go on.
 pub type Queued = SmallVec<[Result<ServiceId, MissingServiceLabel>; 2]>;
 
-/// The slice carries this controller's managed-by label.
+/// The slice carries the EndpointSlice controller's managed-by label.
 pub fn is_managed_by_controller(slice: &EndpointSlice) -> bool {
     slice.managed_by().map(|m| m.as_str()) == Some(keys::ENDPOINTSLICE_CONTROLLER)
 }
@@ -35,7 +35,7 @@ pub fn on_slice_add(
     tracker: &EndpointSliceTracker,
     slice: &EndpointSlice,
 ) -> Result<Option<ServiceId>, MissingServiceLabel> {
-    if is_managed_by_controller(slice) && tracker.should_sync(slice) {
+    if tracker.manages(slice) && tracker.should_sync(slice) {
         service_of_slice(slice).map(Some)
     } else {
         Ok(None)
@@ -57,8 +57,8 @@ pub fn on_slice_update(
         queued.push(service_of_slice(old));
         return queued;
     }
-    let ours = is_managed_by_controller(new);
-    if ours != is_managed_by_controller(old) || (ours && tracker.should_sync(new)) {
+    let ours = tracker.manages(new);
+    if ours != tracker.manages(old) || (ours && tracker.should_sync(new)) {
         queued.push(service_of_slice(new));
     }
     queued
@@ -72,7 +72,7 @@ pub fn on_slice_delete(
     tracker: &EndpointSliceTracker,
     slice: &EndpointSlice,
 ) -> Result<Option<ServiceId>, MissingServiceLabel> {
-    if !is_managed_by_controller(slice) {
+    if !tracker.manages(slice) {
         return Ok(None);
     }
     match tracker.handle_deletion_if_tracked(slice) {

@@ -45,14 +45,36 @@ struct ServiceSlices {
 ///
 /// A slice is filed under its namespace and `kubernetes.io/service-name` label (the empty name when
 /// the label is missing), and identified by its UID.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct EndpointSliceTracker {
     services: DashMap<ServiceId, ServiceSlices, RandomState>,
+    /// The managed-by label value of the controller whose writes this tracks.
+    manager: &'static str,
+}
+
+impl Default for EndpointSliceTracker {
+    fn default() -> Self {
+        EndpointSliceTracker::for_manager(crate::model::keys::ENDPOINTSLICE_CONTROLLER)
+    }
 }
 
 impl EndpointSliceTracker {
+    /// The EndpointSlice controller's tracker.
     pub fn new() -> Self {
         EndpointSliceTracker::default()
+    }
+
+    /// The tracker of the controller whose slices carry this managed-by value.
+    pub fn for_manager(manager: &'static str) -> Self {
+        EndpointSliceTracker {
+            services: DashMap::default(),
+            manager,
+        }
+    }
+
+    /// The slice carries this tracker's controller's managed-by label.
+    pub fn manages(&self, slice: &EndpointSlice) -> bool {
+        slice.managed_by().map(|m| m.as_str()) == Some(self.manager)
     }
 
     /// Records the slice's generation. Call with the API server's response to every successful
