@@ -1,19 +1,21 @@
 //! One sync of every service over a snapshot of a cluster, as a controller that has just started
 //! would do it: the offline form of the controller behind `sliced reconcile`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ahash::RandomState;
 
 use crate::index::{Index, ServiceKey};
 use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service, keys};
+use crate::reconcile::endpoints::{self, EndpointsInput};
 use crate::reconcile::slices::{SyncInput, reconcile};
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Options};
-use crate::sink::Object;
 use crate::sink::apply::apply_plan;
+use crate::sink::endpoints::apply_endpoints_plan;
 use crate::sink::memory::{MemorySink, WriteRecord};
+use crate::sink::{Kind, Object};
 
 /// The objects of a cluster at one moment.
 #[derive(Clone, Debug, Default)]
@@ -70,9 +72,78 @@ pub struct SnapshotResult {
     pub events: Vec<(String, Event)>,
 }
 
-/// Reconciles every service of the snapshot once, in namespace/name order, against the slices that
-/// exist, writing into an in-memory API server seeded with `seed`.
+/// The controllers a pass runs: kube-controller-manager's `--controllers`, for the three sliced
+/// replaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Controllers {
+    pub endpointslice: bool,
+    pub endpoints: bool,
+    /// Accepted, and consulted by the pass, but not built yet: selecting it changes nothing.
+    pub mirroring: bool,
+}
+
+impl Controllers {
+    pub const ALL: Controllers = Controllers {
+        endpointslice: true,
+        endpoints: true,
+        mirroring: true,
+    };
+    pub const ENDPOINTSLICE: Controllers = Controllers {
+        endpointslice: true,
+        endpoints: false,
+        mirroring: false,
+    };
+    /// The names `parse` knows.
+    pub const NAMES: [&'static str; 3] = ["endpointslice", "endpoints", "mirroring"];
+
+    /// A comma-separated list of controller names; `all` (or nothing) selects every one.
+    pub fn parse(list: &str) -> Result<Controllers, String> {
+        let mut selected = Controllers {
+            endpointslice: false,
+            endpoints: false,
+            mirroring: false,
+        };
+        let mut any = false;
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            any = true;
+            match name {
+                "all" => selected = Controllers::ALL,
+                "endpointslice" => selected.endpointslice = true,
+                "endpoints" => selected.endpoints = true,
+                "mirroring" => selected.mirroring = true,
+                other => {
+                    return Err(format!(
+                        "--controllers: unknown controller {other:?} (known: all, {})",
+                        Controllers::NAMES.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(if any { selected } else { Controllers::ALL })
+    }
+}
+
+impl Default for Controllers {
+    fn default() -> Self {
+        Controllers::ALL
+    }
+}
+
+/// [`reconcile_snapshot_with`] for the EndpointSlice controller alone.
 pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> SnapshotResult {
+    reconcile_snapshot_with(snapshot, options, Controllers::ENDPOINTSLICE, seed)
+}
+
+/// Reconciles every service of the snapshot once, in namespace/name order, against the objects
+/// that exist, writing into an in-memory API server seeded with `seed`. Per service the selected
+/// controllers run in turn: its EndpointSlices, then its Endpoints. Then, as a controller that has
+/// just started, the Endpoints controller deletes the Endpoints whose Service is gone.
+pub fn reconcile_snapshot_with(
+    snapshot: &Snapshot,
+    options: &Options,
+    controllers: Controllers,
+    seed: u64,
+) -> SnapshotResult {
     let sink = MemorySink::new(seed);
     for ns in &snapshot.namespaces {
         sink.set_namespace_terminating(&ns.name, ns.terminating);
@@ -85,13 +156,17 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
         let _ = sink.insert_existing(Object::from(endpoints.clone()));
     }
 
-    let nodes: HashMap<Name, Node, RandomState> = snapshot
-        .nodes
-        .iter()
-        .map(|n| (n.name.clone(), n.clone()))
-        .collect();
-    let mut topology = TopologyCache::default();
-    topology.set_nodes(snapshot.nodes.iter());
+    let mut slices = SliceController {
+        nodes: snapshot
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.clone()))
+            .collect(),
+        existing: managed_slices(&sink),
+        topology: TopologyCache::default(),
+        options,
+    };
+    slices.topology.set_nodes(snapshot.nodes.iter());
 
     let index = Index::new();
     for service in &snapshot.services {
@@ -100,44 +175,95 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
     for pod in &snapshot.pods {
         index.pods().apply(pod.clone());
     }
-    let mut existing = managed_slices(&sink);
     let mut services: Vec<&Service> = snapshot.services.iter().collect();
     services
         .sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
+    // Listed before the pass, as the start-up check lists the informer cache.
+    let existing_endpoints: Vec<Endpoints> = sink
+        .objects()
+        .into_iter()
+        .filter_map(Object::into_endpoints)
+        .collect();
 
     let mut result = SnapshotResult::default();
     for service in services {
-        if service.selector.is_none() {
-            continue;
-        }
-        if service.service_type == crate::model::ServiceType::ExternalName {
+        // Neither controller reconciles these; their objects are left as they are.
+        if service.selector.is_none()
+            || service.service_type == crate::model::ServiceType::ExternalName
+        {
             continue;
         }
         let members = index.members(&ServiceKey::of(service));
         let selected: Vec<&Pod> = members.iter().map(|p| p.as_ref()).collect();
+        if controllers.endpointslice {
+            slices.sync(&sink, service, &selected, &mut result);
+        }
+        if controllers.endpoints {
+            sync_endpoints(&sink, service, &selected, &mut result);
+        }
+    }
+    if controllers.endpoints {
+        let services: HashSet<(&Name, &Name), RandomState> = snapshot
+            .services
+            .iter()
+            .map(|s| (&s.meta.namespace, &s.meta.name))
+            .collect();
+        let exists = |ns: &Name, name: &Name| services.contains(&(ns, name));
+        // In namespace/name order, as the sink lists them.
+        for plan in endpoints::leftovers(&existing_endpoints, exists) {
+            record_endpoints(&sink, &plan, &mut result);
+        }
+    }
+    if controllers.mirroring {
+        sync_mirroring(&sink, snapshot, &mut result);
+    }
+    result.writes = sink.take_writes();
+    result.objects = sink.objects();
+    result
+}
+
+/// What the EndpointSlice controller keeps across the services of one pass.
+struct SliceController<'a> {
+    nodes: HashMap<Name, Node, RandomState>,
+    /// The managed slices listed before the pass, by (namespace, service name).
+    existing: HashMap<(Name, Name), Vec<EndpointSlice>, RandomState>,
+    topology: TopologyCache,
+    options: &'a Options,
+}
+
+impl SliceController<'_> {
+    /// One sync of one service's EndpointSlices.
+    fn sync(
+        &mut self,
+        sink: &MemorySink,
+        service: &Service,
+        selected: &[&Pod],
+        result: &mut SnapshotResult,
+    ) {
         // Each service's sync writes only its own slices, so the slices listed before the pass are
         // what this sync would list.
-        let current = existing
+        let current = self
+            .existing
             .remove(&(service.meta.namespace.clone(), service.meta.name.clone()))
             .unwrap_or_default();
         let current_refs: Vec<&EndpointSlice> = current.iter().collect();
         let mut plan = reconcile(&SyncInput {
             service,
-            pods: &selected,
-            nodes: &nodes,
+            pods: selected,
+            nodes: &self.nodes,
             slices: &current_refs,
             // A controller that has just started knows no earlier state: the trigger time of a
             // service's first sync is its creation time.
             trigger_time: service.meta.creation_timestamp,
-            topology: &topology,
-            options,
+            topology: &self.topology,
+            options: self.options,
         });
         let key = plan.service_key.clone();
-        topology.apply(&key, &plan.topology_changes);
+        self.topology.apply(&key, &plan.topology_changes);
         result
             .events
             .extend(plan.events.iter().map(|e| (key.clone(), e.clone())));
-        let outcome = apply_plan(&sink, &mut plan);
+        let outcome = apply_plan(sink, &mut plan);
         if let Some(message) = outcome.error_message() {
             result.events.push((
                 key.clone(),
@@ -152,9 +278,49 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
             });
         }
     }
-    result.writes = sink.take_writes();
-    result.objects = sink.objects();
+}
+
+/// The hook for the EndpointSlice mirroring controller, which mirrors the custom Endpoints of
+/// selector-less Services into EndpointSlices. It is not built yet: selecting it does nothing.
+fn sync_mirroring(_sink: &MemorySink, _snapshot: &Snapshot, _result: &mut SnapshotResult) {}
+
+/// One sync of one service's Endpoints.
+fn sync_endpoints(
+    sink: &MemorySink,
+    service: &Service,
+    selected: &[&Pod],
+    result: &mut SnapshotResult,
+) {
+    // Each sync writes only its own Endpoints, so what the sink holds is what the lister would.
+    let current = sink
+        .get(Kind::Endpoints, &service.meta.namespace, &service.meta.name)
+        .and_then(Object::into_endpoints);
+    let plan = endpoints::sync(&EndpointsInput {
+        service,
+        pods: selected,
+        current: current.as_ref(),
+        // A tracker that has just started returns the service's creation time.
+        trigger_time: service.meta.creation_timestamp,
+    });
+    record_endpoints(sink, &plan, result);
+}
+
+fn record_endpoints(
+    sink: &MemorySink,
+    plan: &endpoints::EndpointsPlan,
+    result: &mut SnapshotResult,
+) {
+    let outcome = apply_endpoints_plan(sink, plan);
+    let key = &plan.service_key;
     result
+        .events
+        .extend(outcome.events.into_iter().map(|e| (key.clone(), e)));
+    if let Some(message) = outcome.error {
+        result.errors.push(SyncError {
+            service: key.clone(),
+            message,
+        });
+    }
 }
 
 /// The slices this controller manages, without those being deleted, by (namespace, service name),

@@ -83,7 +83,15 @@ fn assert_malformed(yaml: &str, wants: &[&str]) {
 #[test]
 fn json_output_has_writes_objects_and_errors() {
     let out = sliced(
-        &["reconcile", "-o", "json", "-f", "-"],
+        &[
+            "reconcile",
+            "--controllers",
+            "endpointslice",
+            "-o",
+            "json",
+            "-f",
+            "-",
+        ],
         Some(&cluster(&[("api-0", "10.0.0.1"), ("api-1", "10.0.0.2")])),
     );
     assert!(out.status.success(), "{}", stderr(&out));
@@ -120,7 +128,10 @@ metadata: {name: aaa, namespace: shop, uid: 22222222-2222-4333-8444-555555555555
 spec: {selector: {app: none}, clusterIP: 10.96.0.21, ipFamilies: [IPv4]}
 ",
     );
-    let out = sliced(&["reconcile", "-f", "-"], Some(&input));
+    let out = sliced(
+        &["reconcile", "--controllers", "endpointslice", "-f", "-"],
+        Some(&input),
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).expect("utf-8");
     let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("YAML stream");
@@ -186,6 +197,8 @@ fn max_endpoints_per_slice_is_honoured_and_bounded() {
     let out = sliced(
         &[
             "reconcile",
+            "--controllers",
+            "endpointslice",
             "-o",
             "json",
             "--max-endpoints-per-slice",
@@ -272,7 +285,16 @@ fn missing_file_exits_2_naming_it() {
 
 #[test]
 fn readme_example_prints_its_slice() {
-    let out = sliced(&["reconcile", "-f", "fixtures/examples/web.yaml"], None);
+    let out = sliced(
+        &[
+            "reconcile",
+            "--controllers",
+            "endpointslice",
+            "-f",
+            "fixtures/examples/web.yaml",
+        ],
+        None,
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     let docs: Vec<Value> =
         serde_saphyr::from_multiple(&String::from_utf8_lossy(&out.stdout)).expect("YAML");

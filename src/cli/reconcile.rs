@@ -10,8 +10,9 @@ use serde_json::{Value, json};
 use sliced::kube::convert::object_to_json;
 use sliced::kube::manifest::{self, Manifest};
 use sliced::reconcile::Options;
+use sliced::sink::Kind;
 use sliced::sink::Object;
-use sliced::snapshot::{SnapshotResult, reconcile_snapshot};
+use sliced::snapshot::{Controllers, SnapshotResult, reconcile_snapshot_with};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
@@ -36,6 +37,9 @@ pub struct ReconcileArgs {
     /// Seed for the names the in-memory API server generates.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// The controllers to run, comma separated: endpointslice, endpoints, mirroring, or all.
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    controllers: String,
 }
 
 /// Reads every file; a malformed input ends the command with status 2.
@@ -53,6 +57,13 @@ fn load(files: &[String]) -> Result<Manifest, String> {
 }
 
 pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
+    let controllers = match Controllers::parse(&args.controllers) {
+        Ok(c) => c,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     let manifest = match load(&args.files) {
         Ok(m) => m,
         Err(message) => {
@@ -67,7 +78,7 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
         prefer_same_traffic_distribution: args.prefer_same_traffic_distribution,
     };
-    let result = reconcile_snapshot(&manifest.objects, &options, args.seed);
+    let result = reconcile_snapshot_with(&manifest.objects, &options, controllers, args.seed);
     let text = match args.output {
         Format::Json => render_json(&result)?,
         Format::Yaml => render_yaml(&result)?,
@@ -115,11 +126,14 @@ fn render_json(result: &SnapshotResult) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(&doc)? + "\n")
 }
 
+/// The EndpointSlices, then the Endpoints, each sorted by namespace and name.
 fn render_yaml(result: &SnapshotResult) -> anyhow::Result<String> {
     let mut text = String::new();
-    for object in result.objects.iter().filter(|o| o.as_slice().is_some()) {
-        text.push_str("---\n");
-        text.push_str(&serde_saphyr::to_string(&json_of(object)?).context("writing YAML")?);
+    for kind in [Kind::EndpointSlice, Kind::Endpoints] {
+        for object in result.objects.iter().filter(|o| o.kind() == kind) {
+            text.push_str("---\n");
+            text.push_str(&serde_saphyr::to_string(&json_of(object)?).context("writing YAML")?);
+        }
     }
     Ok(text)
 }

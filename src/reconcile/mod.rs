@@ -3,6 +3,7 @@
 
 pub mod endpoints;
 pub mod mirroring;
+pub mod ports;
 pub mod slices;
 pub mod topology;
 

@@ -257,6 +257,7 @@ pub trait Sink: Send + Sync {
 }
 
 pub mod apply;
+pub mod endpoints;
 pub mod memory;
 
 pub use apply::{AppliedWrite, ApplyOutcome, TypeOutcome, TypeStatus, apply_plan};

@@ -3,19 +3,26 @@
 //!
 //! The ConfigMap's `data`:
 //! - `args`: extra flags, e.g. `--max-endpoints-per-slice 2`.
-//! - `writes`: the number of writes by verb, e.g. `create=1 update=0 delete=2`.
+//! - `writes`: the number of EndpointSlice writes by verb, e.g. `create=1 update=0 delete=2`.
 //! - `slices`: a YAML list of partial EndpointSlices; the slices that exist afterwards must match them
 //!   one to one (see `matcher`).
+//! - `endpoints-writes`: the number of Endpoints writes by verb.
+//! - `endpoints`: a YAML list of partial Endpoints, matched like `slices`.
+//! - `endpoints-sizes`: a YAML map from "namespace/name" of an Endpoints object to the sizes of its
+//!   subsets in order, each "ready/notReady" (for objects too big to spell out).
+//! - `pods-generate`: copies of a Pod of the file (see `generate`).
 //! - `errors`: a YAML list of `{service, message}`, `message` a substring; without it, no errors.
 //! - `events`: a YAML list of `{service, type, reason, message}` (`message` a substring); when given,
 //!   the events recorded must be exactly these, in order.
 //! - `idempotent`: "false" when a second run is expected to write (default: it must write nothing).
-//! - `rerun-writes`: for a scenario that is not idempotent, the writes by verb of the second run.
+//! - `rerun-writes`: for a scenario that is not idempotent, the EndpointSlice writes by verb of the
+//!   second run; `endpoints-rerun-writes` the same for Endpoints (default: none).
 //!
-//! Besides what a scenario states, every run must order each service's writes as upstream does: per
-//! address type creates, then updates, then deletes; and the deletes of slices whose address type the
-//! service no longer has after all its other writes.
+//! Besides what a scenario states, every run must order each service's slice writes as upstream
+//! does: per address type creates, then updates, then deletes; and the deletes of slices whose
+//! address type the service no longer has after all its other writes.
 
+mod generate;
 mod matcher;
 
 use std::path::{Path, PathBuf};
@@ -41,11 +48,26 @@ fn load(path: &Path) -> Scenario {
         .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["name"] == CONFIG_NAME)
         .and_then(|d| d["data"].as_object().cloned())
         .unwrap_or_else(|| panic!("{}: no ConfigMap {CONFIG_NAME}", path.display()));
-    Scenario {
+    let mut s = Scenario {
         path: path.to_path_buf(),
         documents,
         config,
+    };
+    if let Some(spec) = yaml_data(&s, "pods-generate") {
+        s.documents = generate::expand(&s.documents, &spec);
     }
+    s
+}
+
+/// A temporary file holding `items` as a List, named after the scenario.
+fn temp_list(s: &Scenario, items: Vec<Value>, suffix: &str) -> PathBuf {
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    let dir = std::env::temp_dir().join(format!("sliced-scenario-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let stem = s.path.file_stem().expect("file name").to_string_lossy();
+    let file = dir.join(format!("{stem}{suffix}.json"));
+    std::fs::write(&file, serde_json::to_vec(&list).expect("json")).expect("write temp");
+    file
 }
 
 fn data<'a>(s: &'a Scenario, key: &str) -> Option<&'a str> {
@@ -83,8 +105,14 @@ fn run(s: &Scenario, file: &Path) -> Value {
     })
 }
 
-fn verb_counts(writes: &[Value]) -> String {
-    let count = |v: &str| writes.iter().filter(|w| w["verb"] == v).count();
+/// The writes by verb of objects of `kind`.
+fn verb_counts(writes: &[Value], kind: &str) -> String {
+    let count = |v: &str| {
+        writes
+            .iter()
+            .filter(|w| w["verb"] == v && w["object"]["kind"] == kind)
+            .count()
+    };
     format!(
         "create={} update={} delete={}",
         count("create"),
@@ -123,7 +151,10 @@ fn service_address_types(s: &Scenario, namespace: &str, name: &str) -> Option<Ve
 /// Deletes of slices of an address type the service no longer has come after its other writes.
 fn check_unsupported_last(s: &Scenario, writes: &[Value]) {
     let mut done_with: Vec<String> = Vec::new();
-    for w in writes {
+    for w in writes
+        .iter()
+        .filter(|w| w["object"]["kind"] == "EndpointSlice")
+    {
         let o = &w["object"];
         let ns = o["metadata"]["namespace"].as_str().unwrap_or("default");
         let svc = o["metadata"]["labels"]["kubernetes.io/service-name"]
@@ -154,7 +185,10 @@ fn check_order(s: &Scenario, writes: &[Value]) {
         _ => 2,
     };
     let mut last: Vec<(String, i32)> = Vec::new();
-    for w in writes {
+    for w in writes
+        .iter()
+        .filter(|w| w["object"]["kind"] == "EndpointSlice")
+    {
         let o = &w["object"];
         let key = format!(
             "{}/{}/{}",
@@ -181,7 +215,12 @@ fn check_order(s: &Scenario, writes: &[Value]) {
 
 fn check_scenario(path: &Path) {
     let s = load(path);
-    let out = run(&s, path);
+    let input = if data(&s, "pods-generate").is_some() {
+        temp_list(&s, s.documents.clone(), "")
+    } else {
+        path.to_path_buf()
+    };
+    let out = run(&s, &input);
     let writes = out["writes"].as_array().cloned().unwrap_or_default();
     let objects = out["objects"].as_array().cloned().unwrap_or_default();
     let errors = out["errors"].as_array().cloned().unwrap_or_default();
@@ -189,9 +228,18 @@ fn check_scenario(path: &Path) {
 
     if let Some(expected) = data(&s, "writes") {
         assert_eq!(
-            verb_counts(&writes),
+            verb_counts(&writes, "EndpointSlice"),
             expected.split_whitespace().collect::<Vec<_>>().join(" "),
             "{}: writes by verb\n{}",
+            path.display(),
+            shown()
+        );
+    }
+    if let Some(expected) = data(&s, "endpoints-writes") {
+        assert_eq!(
+            verb_counts(&writes, "Endpoints"),
+            expected.split_whitespace().collect::<Vec<_>>().join(" "),
+            "{}: Endpoints writes by verb\n{}",
             path.display(),
             shown()
         );
@@ -210,6 +258,8 @@ fn check_scenario(path: &Path) {
             panic!("{}: slices afterwards: {why}\n{}", path.display(), shown());
         }
     }
+
+    check_endpoints(&s, &objects, &shown);
 
     let expected_errors = yaml_data(&s, "errors")
         .and_then(|v| v.as_array().cloned())
@@ -262,23 +312,80 @@ fn check_scenario(path: &Path) {
             .cloned()
             .collect();
         items.extend(objects.iter().cloned());
-        let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
-        let dir = std::env::temp_dir().join(format!("sliced-scenario-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let file = dir
-            .join(path.file_name().expect("file name"))
-            .with_extension("json");
-        std::fs::write(&file, serde_json::to_vec(&list).expect("json")).expect("write temp");
+        let file = temp_list(&s, items, "-rerun");
         let again = run(&s, &file);
         let rewrites = again["writes"].as_array().cloned().unwrap_or_default();
-        let expected = data(&s, "rerun-writes").unwrap_or("create=0 update=0 delete=0");
-        assert_eq!(
-            verb_counts(&rewrites),
-            expected.split_whitespace().collect::<Vec<_>>().join(" "),
-            "{}: a second run wrote again: {}",
-            path.display(),
-            serde_json::to_string_pretty(&rewrites).unwrap_or_default()
-        );
+        for (kind, key) in [
+            ("EndpointSlice", "rerun-writes"),
+            ("Endpoints", "endpoints-rerun-writes"),
+        ] {
+            let expected = data(&s, key).unwrap_or("create=0 update=0 delete=0");
+            assert_eq!(
+                verb_counts(&rewrites, kind),
+                expected.split_whitespace().collect::<Vec<_>>().join(" "),
+                "{}: a second run wrote {kind} again: {}",
+                path.display(),
+                serde_json::to_string_pretty(&rewrites).unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// The Endpoints objects afterwards: `endpoints` and `endpoints-sizes`.
+fn check_endpoints(s: &Scenario, objects: &[Value], shown: &dyn Fn() -> String) {
+    let endpoints: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Endpoints")
+        .collect();
+    if let Some(expected) = yaml_data(s, "endpoints") {
+        let expected = expected.as_array().cloned().unwrap_or_default();
+        let actual: Vec<Value> = endpoints.iter().map(|o| (*o).clone()).collect();
+        if let Err(why) = matcher::match_all(&expected, &actual) {
+            panic!(
+                "{}: Endpoints afterwards: {why}\n{}",
+                s.path.display(),
+                shown()
+            );
+        }
+    }
+    if let Some(expected) = yaml_data(s, "endpoints-sizes") {
+        for (key, want) in expected.as_object().expect("endpoints-sizes: a map") {
+            let found = endpoints.iter().find(|o| {
+                let m = &o["metadata"];
+                format!(
+                    "{}/{}",
+                    m["namespace"].as_str().unwrap_or(""),
+                    m["name"].as_str().unwrap_or("")
+                ) == *key
+            });
+            let sizes: Vec<String> = found
+                .and_then(|o| o["subsets"].as_array())
+                .map(|subsets| {
+                    subsets
+                        .iter()
+                        .map(|x| {
+                            let n = |k: &str| x[k].as_array().map_or(0, Vec::len);
+                            format!("{}/{}", n("addresses"), n("notReadyAddresses"))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let want: Vec<String> = want
+                .as_array()
+                .map(|w| {
+                    w.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(
+                found.is_some(),
+                "{}: no Endpoints {key}\n{}",
+                s.path.display(),
+                shown()
+            );
+            assert_eq!(sizes, want, "{}: subset sizes of {key}", s.path.display());
+        }
     }
 }
 

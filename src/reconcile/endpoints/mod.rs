@@ -1,2 +1,215 @@
 //! The Endpoints controller: one v1 Endpoints object per selector Service, subsets repacked into
-//! upstream's canonical order.
+//! upstream's canonical order, as one `syncService` of upstream's endpoint controller does it,
+//! returned as a plan instead of an API call.
+
+mod capacity;
+mod compare;
+mod desired;
+mod repack;
+
+#[cfg(test)]
+mod tests;
+
+use crate::model::{Endpoints, Labels, Meta, Name, Pod, Service, ServiceType, Timestamp, keys};
+use crate::reconcile::slices::format_rfc3339_nano;
+
+pub use capacity::{ANNOTATION_OVER_CAPACITY, MAX_CAPACITY, OVER_CAPACITY_TRUNCATED};
+pub use compare::same_subsets;
+pub use desired::pod_in_endpoints;
+pub use repack::{address_order, port_order, repack, subset_order};
+
+/// Endpoints carrying this annotation hold a leader-election record, not a Service's endpoints:
+/// the start-up cleanup leaves them alone.
+pub const ANNOTATION_LEADER: &str = "control-plane.alpha.kubernetes.io/leader";
+
+/// Event reasons, as upstream records them when a write fails.
+pub const REASON_FAILED_TO_CREATE: &str = "FailedToCreateEndpoint";
+pub const REASON_FAILED_TO_UPDATE: &str = "FailedToUpdateEndpoint";
+
+/// Everything one sync of one existing service reads.
+pub struct EndpointsInput<'a> {
+    pub service: &'a Service,
+    /// The pods the service's selector matches, in a stable order.
+    pub pods: &'a [&'a Pod],
+    /// The Endpoints object of the same namespace and name, if there is one.
+    pub current: Option<&'a Endpoints>,
+    /// The last-change-trigger-time to write; `None` removes the annotation.
+    pub trigger_time: Option<Timestamp>,
+}
+
+/// The one write a sync makes, if any.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EndpointsWrite {
+    Create(Endpoints),
+    /// The whole object, conditional on `meta.resource_version`.
+    Update(Endpoints),
+    /// Only namespace and name are set: upstream deletes with no precondition.
+    Delete(Endpoints),
+}
+
+impl EndpointsWrite {
+    pub fn object(&self) -> &Endpoints {
+        match self {
+            EndpointsWrite::Create(e) | EndpointsWrite::Update(e) | EndpointsWrite::Delete(e) => e,
+        }
+    }
+}
+
+/// One sync of one service's Endpoints.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EndpointsPlan {
+    /// "namespace/name" of the service.
+    pub service_key: String,
+    pub write: Option<EndpointsWrite>,
+    /// Ready and not-ready addresses desired, before truncation.
+    pub ready: usize,
+    pub not_ready: usize,
+    /// The object written is cut down to [`MAX_CAPACITY`] addresses.
+    pub truncated: bool,
+}
+
+impl EndpointsPlan {
+    pub fn write_count(&self) -> usize {
+        usize::from(self.write.is_some())
+    }
+}
+
+/// Syncs the Endpoints of a service that exists.
+///
+/// ExternalName services and services without a selector get nothing, and their Endpoints (user
+/// managed) are left as they are. Otherwise the desired subsets are compared with the current
+/// object as upstream does (subsets, labels without the headless label, and the over-capacity
+/// annotation; not other annotations), and only a difference makes a write.
+pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
+    let service = input.service;
+    let mut plan = EndpointsPlan {
+        service_key: service.meta.key(),
+        ..EndpointsPlan::default()
+    };
+    if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
+        return plan;
+    }
+    let mut desired = desired::Desired::build(service, input.pods);
+    plan.ready = desired.ready_count();
+    plan.not_ready = desired.not_ready_count();
+
+    if let Some(current) = input.current
+        && desired.same_as(&current.subsets)
+        && service_labels_kept(&current.meta.labels, &service.meta.labels)
+        && capacity::annotation_set_correctly(&current.meta.annotations, current)
+    {
+        return plan;
+    }
+
+    plan.truncated = capacity::truncate(&mut desired.groups);
+    let subsets = desired.to_subsets();
+    let labels = endpoints_labels(service);
+    let base = input.current.map(|c| &c.meta.annotations);
+    let annotations = endpoints_annotations(base, input.trigger_time, plan.truncated);
+
+    plan.write = Some(match input.current {
+        None => EndpointsWrite::Create(Endpoints {
+            meta: Meta {
+                namespace: service.meta.namespace.clone(),
+                name: service.meta.name.clone(),
+                labels,
+                annotations,
+                ..Meta::default()
+            },
+            subsets,
+        }),
+        Some(current) => {
+            // Upstream sends this update whenever its check above fails, which for an object over
+            // capacity is every sync; an update that would store exactly what is there is dropped.
+            if current.meta.labels == labels
+                && current.meta.annotations == annotations
+                && same_subsets(&current.subsets, &subsets)
+            {
+                return plan;
+            }
+            let mut meta = current.meta.clone();
+            meta.labels = labels;
+            meta.annotations = annotations;
+            EndpointsWrite::Update(Endpoints { meta, subsets })
+        }
+    });
+    plan
+}
+
+/// Syncs the Endpoints of a service that no longer exists: they are deleted (a missing object is
+/// not an error when the plan is applied).
+pub fn sync_deleted(namespace: &Name, name: &Name) -> EndpointsPlan {
+    EndpointsPlan {
+        service_key: format!("{namespace}/{name}"),
+        write: Some(EndpointsWrite::Delete(Endpoints {
+            meta: Meta {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                ..Meta::default()
+            },
+            subsets: Vec::new(),
+        })),
+        ..EndpointsPlan::default()
+    }
+}
+
+/// The start-up check for Endpoints left behind by deleted services: every Endpoints object but
+/// leader-election records is synced, which for those whose service is gone means a delete. Returns
+/// those deletes, in the order given.
+pub fn leftovers<'a>(
+    endpoints: impl IntoIterator<Item = &'a Endpoints>,
+    service_exists: impl Fn(&Name, &Name) -> bool,
+) -> Vec<EndpointsPlan> {
+    endpoints
+        .into_iter()
+        .filter(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER))
+        .filter(|e| !service_exists(&e.meta.namespace, &e.meta.name))
+        .map(|e| sync_deleted(&e.meta.namespace, &e.meta.name))
+        .collect()
+}
+
+/// Upstream's label check: the current labels, the headless label aside, are the service's.
+fn service_labels_kept(current: &Labels, service: &Labels) -> bool {
+    let mut kept = current
+        .iter()
+        .filter(|(k, _)| k.as_str() != keys::LABEL_HEADLESS);
+    let mut wanted = service.iter();
+    loop {
+        match (kept.next(), wanted.next()) {
+            (None, None) => return true,
+            (Some(a), Some(b)) if a == b => {}
+            _ => return false,
+        }
+    }
+}
+
+/// The service's labels, replacing any others, with the headless label exactly when the service
+/// has no cluster IP.
+fn endpoints_labels(service: &Service) -> Labels {
+    if service.is_headless() {
+        service.meta.labels.with(keys::LABEL_HEADLESS, "")
+    } else if service.meta.labels.contains_key(keys::LABEL_HEADLESS) {
+        service.meta.labels.without(keys::LABEL_HEADLESS)
+    } else {
+        service.meta.labels.clone()
+    }
+}
+
+/// The current annotations (user annotations survive) with the trigger time and the over-capacity
+/// mark set or removed.
+fn endpoints_annotations(
+    current: Option<&Labels>,
+    trigger_time: Option<Timestamp>,
+    truncated: bool,
+) -> Labels {
+    let mut annotations = current.cloned().unwrap_or_default();
+    annotations = match trigger_time {
+        Some(t) => annotations.with(keys::ANNOTATION_TRIGGER_TIME, &format_rfc3339_nano(t)),
+        None => annotations.without(keys::ANNOTATION_TRIGGER_TIME),
+    };
+    if truncated {
+        annotations.with(ANNOTATION_OVER_CAPACITY, OVER_CAPACITY_TRUNCATED)
+    } else {
+        annotations.without(ANNOTATION_OVER_CAPACITY)
+    }
+}

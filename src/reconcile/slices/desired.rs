@@ -10,8 +10,9 @@ use smallvec::SmallVec;
 use super::NodeLookup;
 use crate::model::{
     Address, ClusterIp, Conditions, ContainerPort, Endpoint, EndpointPort, IpFamily, Name, Pod,
-    PodPhase, Service, TargetPort, TargetRef, intern,
+    PodPhase, Service, TargetRef, intern,
 };
+use crate::reconcile::ports::{numeric_only, target_port_number};
 
 static POD_KIND: LazyLock<Name> = LazyLock::new(|| intern("Pod"));
 
@@ -281,24 +282,6 @@ pub fn pod_has_endpoint(pod: &Pod) -> bool {
         && (pod.has_pod_ip || !pod.ips.is_empty())
 }
 
-/// Resolves a named target port in the pod's containers: regular containers first, then sidecars; the
-/// name and the protocol must both match.
-fn find_named_port(
-    named: &[ContainerPort],
-    port: &crate::model::ServicePort,
-    name: &str,
-) -> Option<i32> {
-    named
-        .iter()
-        .find(|c| !c.sidecar && c.name.as_str() == name && c.protocol == port.protocol)
-        .or_else(|| {
-            named
-                .iter()
-                .find(|c| c.sidecar && c.name.as_str() == name && c.protocol == port.protocol)
-        })
-        .map(|c| c.port)
-}
-
 /// The endpoint ports for a pod: one per service port that resolves; a port whose named target the pod
 /// lacks is left out.
 pub fn endpoint_ports(service: &Service, pod: &Pod) -> Vec<EndpointPort> {
@@ -315,10 +298,7 @@ pub(crate) fn ports_with(service: &Service, named: &[ContainerPort]) -> Vec<Endp
         .ports
         .iter()
         .filter_map(|sp| {
-            let number = match &sp.target_port {
-                TargetPort::Number(n) => *n,
-                TargetPort::Name(name) => find_named_port(named, sp, name)?,
-            };
+            let number = target_port_number(named, sp)?;
             Some(EndpointPort {
                 name: Some(sp.name.clone()),
                 port: Some(number),
@@ -396,10 +376,7 @@ pub(crate) fn desired_endpoints<'a>(
     let mut groups: Vec<PortGroup> = Vec::new();
     let mut errors = Vec::new();
     // Pods of one template share their named ports; remember the group of the last one seen.
-    let numeric_only = service
-        .ports
-        .iter()
-        .all(|p| matches!(p.target_port, TargetPort::Number(_)));
+    let numeric_only = numeric_only(&service.ports);
     let mut last: Option<(*const ContainerPort, usize)> = None;
 
     for &pod in pods {

@@ -1,0 +1,69 @@
+//! Semantic equality of Endpoints content, as upstream's skip check sees it: Go strings make an
+//! empty string and an absent one the same, pointers (nodeName, appProtocol) do not; a target's
+//! resourceVersion is ignored. Unlike upstream, the order of subsets and of ports within a subset
+//! does not count, because upstream's order cannot be reproduced (see `repack`).
+
+use crate::model::{EndpointAddress, EndpointSubset, EndpointsPort, Name, TargetRef};
+
+/// A string field: `None` and `Some("")` are the same.
+pub(crate) fn text(n: &Option<Name>) -> &str {
+    n.as_ref().map_or("", |n| n.as_str())
+}
+
+pub(crate) fn same_port(a: &EndpointsPort, b: &EndpointsPort) -> bool {
+    text(&a.name) == text(&b.name)
+        && a.port == b.port
+        && a.protocol == b.protocol
+        && a.app_protocol == b.app_protocol
+}
+
+/// The same ports, in any order. Ports within one subset are distinct.
+pub(crate) fn same_port_set(a: &[EndpointsPort], b: &[EndpointsPort]) -> bool {
+    a.len() == b.len() && a.iter().all(|p| b.iter().any(|q| same_port(p, q)))
+}
+
+fn same_target(a: &TargetRef, b: &TargetRef) -> bool {
+    text(&a.kind) == text(&b.kind)
+        && text(&a.namespace) == text(&b.namespace)
+        && text(&a.name) == text(&b.name)
+        && text(&a.uid) == text(&b.uid)
+        && text(&a.api_version) == text(&b.api_version)
+}
+
+pub(crate) fn same_address(a: &EndpointAddress, b: &EndpointAddress) -> bool {
+    a.ip == b.ip
+        && text(&a.hostname) == text(&b.hostname)
+        && a.node_name == b.node_name
+        && match (&a.target_ref, &b.target_ref) {
+            (None, None) => true,
+            (Some(x), Some(y)) => same_target(x, y),
+            _ => false,
+        }
+}
+
+fn same_addresses(a: &[EndpointAddress], b: &[EndpointAddress]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_address(x, y))
+}
+
+/// Two subset lists hold the same subsets, in any order; addresses must be in the same order.
+pub fn same_subsets(a: &[EndpointSubset], b: &[EndpointSubset]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut used = vec![false; b.len()];
+    a.iter().all(|x| {
+        let found = b.iter().enumerate().position(|(j, y)| {
+            !used[j]
+                && same_port_set(&x.ports, &y.ports)
+                && same_addresses(&x.addresses, &y.addresses)
+                && same_addresses(&x.not_ready_addresses, &y.not_ready_addresses)
+        });
+        match found {
+            Some(j) => {
+                used[j] = true;
+                true
+            }
+            None => false,
+        }
+    })
+}

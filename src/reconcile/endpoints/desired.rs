@@ -1,0 +1,354 @@
+//! The desired subsets of a service, built straight into the canonical layout that repacking the
+//! controller's one-address subsets would give. Addresses are kept as indices into the selected
+//! pods until a write needs them, so that a sync that changes nothing allocates almost nothing.
+
+use std::net::IpAddr;
+use std::sync::LazyLock;
+
+use smallvec::SmallVec;
+
+use super::compare::{same_port_set, text};
+use super::repack::{IpKey, port_order};
+use crate::model::{
+    ClusterIp, ContainerPort, EndpointAddress, EndpointSubset, EndpointsPort, IpFamily, Name, Pod,
+    Service, TargetRef, intern,
+};
+use crate::reconcile::ports::{numeric_only, target_port_number};
+use crate::reconcile::slices::pod_has_endpoint;
+
+static POD_KIND: LazyLock<Name> = LazyLock::new(|| intern("Pod"));
+static EMPTY: LazyLock<Name> = LazyLock::new(|| intern(""));
+
+/// One pod that backs an address.
+struct Entry<'a> {
+    pod: &'a Pod,
+    ip: IpAddr,
+    key: IpKey,
+    ready: bool,
+    /// Index into `Desired::port_sets`.
+    ports: u32,
+}
+
+/// One subset: its ports and its addresses as indices into the entries, in canonical order.
+#[derive(Debug, Default)]
+pub(crate) struct Group {
+    pub ports: Vec<EndpointsPort>,
+    pub ready: Vec<u32>,
+    pub not_ready: Vec<u32>,
+}
+
+pub(crate) struct Desired<'a> {
+    service: &'a Service,
+    entries: Vec<Entry<'a>>,
+    pub groups: Vec<Group>,
+}
+
+/// Upstream's `ShouldPodBeInEndpoints`: not terminal, has an IP, and not being deleted unless the
+/// service publishes not-ready addresses.
+pub fn pod_in_endpoints(pod: &Pod, include_terminating: bool) -> bool {
+    pod_has_endpoint(pod) && (include_terminating || pod.meta.deletion_timestamp.is_none())
+}
+
+/// The pod's address for this service: the first pod IP of the service's primary family. Without
+/// `ipFamilies` (an API server from before dual stack) the family is the cluster IP's, or for a
+/// headless service the pod's primary IP's.
+fn pod_ip(service: &Service, pod: &Pod) -> Option<IpAddr> {
+    let family = match (service.ip_families.first(), &service.cluster_ip) {
+        (Some(family), _) => *family,
+        (None, ClusterIp::Ip(ip)) => IpFamily::of(ip),
+        (None, _) => match pod.ips.first() {
+            Some(IpAddr::V6(_)) => IpFamily::V6,
+            _ => IpFamily::V4,
+        },
+    };
+    pod.ips
+        .iter()
+        .copied()
+        .find(|ip| IpFamily::of(ip) == family)
+}
+
+/// The hostname an address carries: the pod's, when its subdomain names this service in the same
+/// namespace.
+pub(crate) fn hostname<'a>(service: &Service, pod: &'a Pod) -> Option<&'a Name> {
+    pod.hostname.as_ref().filter(|h| {
+        !h.is_empty()
+            && pod.subdomain.as_ref() == Some(&service.meta.name)
+            && pod.meta.namespace == service.meta.namespace
+    })
+}
+
+/// The Endpoints ports a pod serves: one per service port whose target resolves on it.
+fn pod_ports(service: &Service, named: &[ContainerPort]) -> SmallVec<[EndpointsPort; 2]> {
+    service
+        .ports
+        .iter()
+        .filter_map(|sp| {
+            Some(EndpointsPort {
+                name: (!sp.name.is_empty()).then(|| sp.name.clone()),
+                port: target_port_number(named, sp)?,
+                protocol: Some(sp.protocol),
+                app_protocol: sp.app_protocol.clone(),
+            })
+        })
+        .collect()
+}
+
+impl<'a> Desired<'a> {
+    /// The desired subsets of `service` from the pods its selector matches.
+    pub(crate) fn build(service: &'a Service, pods: &[&'a Pod]) -> Desired<'a> {
+        let mut desired = Desired {
+            service,
+            entries: Vec::with_capacity(pods.len()),
+            groups: Vec::new(),
+        };
+        // A service without ports has endpoints only when it is headless ("None" exactly).
+        if service.ports.is_empty() && service.cluster_ip != ClusterIp::Headless {
+            return desired;
+        }
+        let mut port_sets: Vec<SmallVec<[EndpointsPort; 2]>> = Vec::new();
+        let numeric = numeric_only(&service.ports);
+        // Pods of one template share their named ports: remember the last few resolutions.
+        let mut seen: SmallVec<[(*const ContainerPort, u32); 8]> = SmallVec::new();
+        for &pod in pods {
+            if !pod_in_endpoints(pod, service.publish_not_ready_addresses) {
+                continue;
+            }
+            let Some(ip) = pod_ip(service, pod) else {
+                continue;
+            };
+            let template = if numeric {
+                std::ptr::null()
+            } else {
+                pod.named_ports.as_ptr()
+            };
+            let set = match seen.iter().find(|(t, _)| *t == template) {
+                Some((_, set)) => *set,
+                None => {
+                    let ports = pod_ports(service, &pod.named_ports);
+                    let set = match port_sets.iter().position(|p| *p == ports) {
+                        Some(i) => i as u32,
+                        None => {
+                            port_sets.push(ports);
+                            (port_sets.len() - 1) as u32
+                        }
+                    };
+                    if seen.len() == seen.inline_size() {
+                        seen.remove(0);
+                    }
+                    seen.push((template, set));
+                    set
+                }
+            };
+            // A pod that serves none of the service's ports backs no address.
+            if !service.ports.is_empty() && port_sets[set as usize].is_empty() {
+                continue;
+            }
+            desired.entries.push(Entry {
+                pod,
+                ip,
+                key: IpKey::of_ip(&ip),
+                ready: service.publish_not_ready_addresses || pod.ready,
+                ports: set,
+            });
+        }
+        desired.group(&port_sets);
+        desired
+    }
+
+    /// Packs the entries into subsets, as repacking would.
+    fn group(&mut self, port_sets: &[SmallVec<[EndpointsPort; 2]>]) {
+        let entries = &self.entries;
+        if entries.is_empty() {
+            return;
+        }
+        let mut order: Vec<(u128, u32)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.key.head(), i as u32))
+            .collect();
+        order.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0).then_with(|| {
+                let (x, y) = (&entries[a.1 as usize], &entries[b.1 as usize]);
+                x.key
+                    .cmp(&y.key)
+                    .then_with(|| x.pod.meta.uid.as_str().cmp(y.pod.meta.uid.as_str()))
+                    .then(a.1.cmp(&b.1))
+            })
+        });
+        // Runs of one identity (IP and pod UID): duplicates collapse into their first pod.
+        let mut runs: Vec<(u32, u32)> = Vec::with_capacity(order.len());
+        let mut start = 0;
+        for i in 1..=order.len() {
+            let same = i < order.len() && {
+                let (x, y) = (
+                    &entries[order[start].1 as usize],
+                    &entries[order[i].1 as usize],
+                );
+                x.ip == y.ip && x.pod.meta.uid == y.pod.meta.uid
+            };
+            if !same {
+                runs.push((start as u32, i as u32));
+                start = i;
+            }
+        }
+
+        // Ports served by the same port sets serve the same addresses.
+        let mut classes: Vec<(SmallVec<[u64; 1]>, Vec<EndpointsPort>)> = Vec::new();
+        if port_sets.len() == 1 {
+            classes.push((SmallVec::from_elem(1, 1), port_sets[0].to_vec()));
+        } else {
+            let words = port_sets.len().div_ceil(64);
+            let mut ports: Vec<(&EndpointsPort, SmallVec<[u64; 1]>)> = Vec::new();
+            for (s, set) in port_sets.iter().enumerate() {
+                for port in set {
+                    let i = match ports.iter().position(|(p, _)| *p == port) {
+                        Some(i) => i,
+                        None => {
+                            ports.push((port, SmallVec::from_elem(0, words)));
+                            ports.len() - 1
+                        }
+                    };
+                    ports[i].1[s / 64] |= 1 << (s % 64);
+                }
+            }
+            for (port, bits) in ports {
+                match classes.iter_mut().find(|(b, _)| *b == bits) {
+                    Some((_, list)) => list.push(port.clone()),
+                    None => classes.push((bits, vec![port.clone()])),
+                }
+            }
+        }
+
+        for (bits, ports) in classes {
+            let in_class = |e: &Entry| bits[e.ports as usize / 64] & (1 << (e.ports % 64)) != 0;
+            let mut group = Group::default();
+            for &(from, to) in &runs {
+                let mut first = None;
+                let mut ready = true;
+                for &(_, i) in &order[from as usize..to as usize] {
+                    let e = &entries[i as usize];
+                    if in_class(e) {
+                        // Not ready under this port anywhere wins over ready.
+                        ready &= e.ready;
+                        first = first.or(Some(i));
+                    }
+                }
+                // The record is the identity's first pod, whichever ports it serves.
+                if first.is_some() {
+                    let rep = order[from as usize].1;
+                    if ready {
+                        group.ready.push(rep);
+                    } else {
+                        group.not_ready.push(rep);
+                    }
+                }
+            }
+            // Two classes can end up with the same addresses when one identity backs several pods.
+            match self
+                .groups
+                .iter_mut()
+                .find(|g| g.ready == group.ready && g.not_ready == group.not_ready)
+            {
+                Some(g) => g.ports.extend(ports),
+                None => {
+                    group.ports = ports;
+                    self.groups.push(group);
+                }
+            }
+        }
+        for g in &mut self.groups {
+            g.ports.sort_by(port_order);
+            g.ports.dedup_by(|a, b| a == b);
+        }
+        self.groups.sort_by(|a, b| {
+            let by_ports = a
+                .ports
+                .iter()
+                .zip(&b.ports)
+                .map(|(p, q)| port_order(p, q))
+                .find(|o| o.is_ne());
+            by_ports.unwrap_or_else(|| a.ports.len().cmp(&b.ports.len()))
+        });
+    }
+
+    pub(crate) fn ready_count(&self) -> usize {
+        self.groups.iter().map(|g| g.ready.len()).sum()
+    }
+
+    pub(crate) fn not_ready_count(&self) -> usize {
+        self.groups.iter().map(|g| g.not_ready.len()).sum()
+    }
+
+    /// The desired subsets are semantically those of `current` (subset and port order aside).
+    pub(crate) fn same_as(&self, current: &[EndpointSubset]) -> bool {
+        if current.len() != self.groups.len() {
+            return false;
+        }
+        let mut used: SmallVec<[bool; 4]> = SmallVec::from_elem(false, current.len());
+        self.groups.iter().all(|g| {
+            let found = current.iter().enumerate().position(|(j, s)| {
+                !used[j]
+                    && same_port_set(&g.ports, &s.ports)
+                    && self.same_list(&g.ready, &s.addresses)
+                    && self.same_list(&g.not_ready, &s.not_ready_addresses)
+            });
+            found.map(|j| used[j] = true).is_some()
+        })
+    }
+
+    fn same_list(&self, want: &[u32], have: &[EndpointAddress]) -> bool {
+        want.len() == have.len()
+            && want
+                .iter()
+                .zip(have)
+                .all(|(&i, a)| self.same_address(&self.entries[i as usize], a))
+    }
+
+    /// The address an entry gives equals `a`, the target's resourceVersion aside.
+    fn same_address(&self, e: &Entry, a: &EndpointAddress) -> bool {
+        let pod = e.pod;
+        let node = pod.node_name.as_ref().unwrap_or(&EMPTY);
+        matches!(&a.ip, crate::model::Address::Ip(ip) if *ip == e.ip)
+            && text(&a.hostname) == hostname(self.service, pod).map_or("", |h| h.as_str())
+            && a.node_name.as_ref() == Some(node)
+            && a.target_ref.as_ref().is_some_and(|t| {
+                text(&t.kind) == "Pod"
+                    && text(&t.namespace) == pod.meta.namespace.as_str()
+                    && text(&t.name) == pod.meta.name.as_str()
+                    && text(&t.uid) == pod.meta.uid.as_str()
+                    && text(&t.api_version).is_empty()
+            })
+    }
+
+    fn address(&self, i: u32) -> EndpointAddress {
+        let e = &self.entries[i as usize];
+        let pod = e.pod;
+        let non_empty = |n: &Name| (!n.is_empty()).then(|| n.clone());
+        EndpointAddress {
+            ip: crate::model::Address::Ip(e.ip),
+            hostname: hostname(self.service, pod).cloned(),
+            // Upstream always points nodeName at the pod's, empty or not.
+            node_name: Some(pod.node_name.clone().unwrap_or_else(|| EMPTY.clone())),
+            target_ref: Some(TargetRef {
+                kind: Some(POD_KIND.clone()),
+                namespace: non_empty(&pod.meta.namespace),
+                name: non_empty(&pod.meta.name),
+                uid: non_empty(&pod.meta.uid),
+                api_version: None,
+                resource_version: None,
+            }),
+        }
+    }
+
+    /// The subsets to write.
+    pub(crate) fn to_subsets(&self) -> Vec<EndpointSubset> {
+        self.groups
+            .iter()
+            .map(|g| EndpointSubset {
+                addresses: g.ready.iter().map(|&i| self.address(i)).collect(),
+                not_ready_addresses: g.not_ready.iter().map(|&i| self.address(i)).collect(),
+                ports: g.ports.clone(),
+            })
+            .collect()
+    }
+}
