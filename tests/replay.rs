@@ -6,7 +6,14 @@ use std::process::Command;
 
 use serde_json::Value;
 
+/// Runs the trace through the EndpointSlice controller alone, unless `args` names controllers:
+/// most tests here are about its queue.
 fn simulate(events: &str, args: &[&str]) -> Value {
+    let only_slices: &[&str] = if args.contains(&"--controllers") {
+        &[]
+    } else {
+        &["--controllers", "endpointslice"]
+    };
     let dir = std::env::temp_dir().join(format!("sliced-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let file = dir.join(format!("{:x}.yaml", fxhash(events)));
@@ -14,6 +21,7 @@ fn simulate(events: &str, args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_sliced"))
         .args(["simulate", "-o", "json", "--events"])
         .arg(&file)
+        .args(only_slices)
         .args(args)
         .output()
         .expect("run sliced");
@@ -317,4 +325,143 @@ fn malformed_events_exit_2_naming_the_step() {
             "{text}: {err}"
         );
     }
+}
+
+fn endpoints_writes(out: &Value) -> Vec<(f64, String, Value)> {
+    out["writes"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .filter(|x| x["object"]["kind"] == "Endpoints")
+                .map(|x| {
+                    (
+                        at(x),
+                        x["verb"].as_str().unwrap_or("").to_string(),
+                        x["object"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn controller_syncs<'a>(out: &'a Value, controller: &str) -> Vec<&'a Value> {
+    out["syncs"]
+        .as_array()
+        .map(|s| s.iter().filter(|x| x["controller"] == controller).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_endpoints_controller_follows_pods_and_deletes_with_its_service() {
+    let events = format!(
+        "{}{}- at: 20s\n  delete: {{kind: Service, namespace: default, name: web}}\n",
+        cluster(2),
+        pod_step("10s", 0, false)
+    );
+    let out = simulate(&events, &["--controllers", "endpoints"]);
+    let writes = endpoints_writes(&out);
+    let verbs: Vec<(f64, &str)> = writes.iter().map(|(t, v, _)| (*t, v.as_str())).collect();
+    assert_eq!(verbs, [(0.0, "create"), (10.0, "update"), (20.0, "delete")]);
+    let created = &writes[0].2;
+    assert_eq!(
+        created["subsets"][0]["addresses"].as_array().map(Vec::len),
+        Some(2)
+    );
+    let updated = &writes[1].2;
+    assert_eq!(updated["subsets"][0]["addresses"][0]["ip"], "10.0.0.2");
+    assert_eq!(
+        updated["subsets"][0]["notReadyAddresses"][0]["ip"],
+        "10.0.0.1"
+    );
+    // The EndpointSlice controller did not run.
+    assert!(controller_syncs(&out, "endpointslice").is_empty());
+    assert!(out["objects"].as_array().is_some_and(|o| o.is_empty()));
+}
+
+#[test]
+fn one_pod_event_syncs_every_controller_once() {
+    let events = format!("{}{}", cluster(3), pod_step("10s", 1, false));
+    let out = simulate(&events, &["--controllers", "all"]);
+    let at_ten = |c: &str| {
+        controller_syncs(&out, c)
+            .iter()
+            .filter(|s| at(s) == 10.0)
+            .count()
+    };
+    assert_eq!(at_ten("endpointslice"), 1);
+    assert_eq!(at_ten("endpoints"), 1);
+    let kinds: Vec<String> = out["writes"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .filter(|x| at(x) == 10.0)
+                .map(|x| x["object"]["kind"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(kinds, ["EndpointSlice", "Endpoints"]);
+}
+
+#[test]
+fn leftover_endpoints_are_deleted_at_start_but_leader_records_stay() {
+    let events = "- at: 0s
+  apply: {apiVersion: v1, kind: Endpoints, metadata: {name: gone, namespace: default}, subsets: [{addresses: [{ip: 10.0.0.9}], ports: [{port: 80}]}]}
+- at: 0s
+  apply: {apiVersion: v1, kind: Endpoints, metadata: {name: lock, namespace: kube-system, annotations: {control-plane.alpha.kubernetes.io/leader: '{}'}}}
+";
+    let out = simulate(events, &["--controllers", "endpoints"]);
+    let writes = endpoints_writes(&out);
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(writes[0].1, "delete");
+    assert_eq!(writes[0].2["metadata"]["name"], "gone");
+    let names: Vec<&str> = out["objects"]
+        .as_array()
+        .map(|o| {
+            o.iter()
+                .filter_map(|x| x["metadata"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(names, ["lock"]);
+}
+
+#[test]
+fn endpoints_deleted_by_someone_else_are_recreated() {
+    let events = format!(
+        "{}- at: 5s\n  delete: {{kind: Endpoints, namespace: default, name: web}}\n",
+        cluster(1)
+    );
+    let out = simulate(&events, &["--controllers", "endpoints"]);
+    let verbs: Vec<(f64, String)> = endpoints_writes(&out)
+        .into_iter()
+        .map(|(t, v, _)| (t, v))
+        .collect();
+    assert_eq!(
+        verbs,
+        [(0.0, "create".to_string()), (5.0, "create".to_string())]
+    );
+}
+
+#[test]
+fn a_failed_endpoints_write_backs_off_from_five_milliseconds() {
+    let events = format!(
+        "- at: 0s\n  fail: {{verb: create, kind: Endpoints, status: 500, reason: InternalError, times: 2}}\n{}",
+        cluster(1)
+    );
+    let out = simulate(&events, &["--controllers", "endpoints"]);
+    let results: Vec<(f64, String)> = controller_syncs(&out, "endpoints")
+        .iter()
+        .map(|s| (at(s), s["result"].as_str().unwrap_or("").to_string()))
+        .collect();
+    // client-go's default controller rate limiter: 5 ms, then 10 ms.
+    assert_eq!(
+        results,
+        [
+            (0.0, "error".to_string()),
+            (0.005, "error".to_string()),
+            (0.015, "success".to_string())
+        ]
+    );
+    assert_eq!(endpoints_writes(&out).len(), 1);
 }

@@ -12,39 +12,14 @@ use sliced::kube::events::load_events_file;
 use sliced::reconcile::Options;
 use sliced::replay::{ReplayOptions, ReplayResult, format_seconds, replay};
 use sliced::sink::Verb;
-
-/// The controllers `--controllers` can name, and which of them this build runs.
-pub const KNOWN_CONTROLLERS: [&str; 3] = ["endpointslice", "endpoints", "mirroring"];
-const RUNNABLE_CONTROLLERS: [&str; 1] = ["endpointslice"];
-
-/// Checks a `--controllers` list (comma-separated; `all` or empty means every one). Returns the
-/// message for exit status 2 when it names an unknown controller or one not built yet.
-pub fn check_controllers(list: &str) -> Result<(), String> {
-    for name in list
-        .split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty() && *n != "all")
-    {
-        if !KNOWN_CONTROLLERS.contains(&name) {
-            return Err(format!(
-                "--controllers: unknown controller {name:?} (known: {})",
-                KNOWN_CONTROLLERS.join(", ")
-            ));
-        }
-        if !RUNNABLE_CONTROLLERS.contains(&name) {
-            return Err(format!(
-                "--controllers: the {name} controller is not part of this build yet"
-            ));
-        }
-    }
-    Ok(())
-}
+use sliced::snapshot::Controllers;
 
 pub struct ReplayArgs<'a> {
     pub events: &'a str,
     pub batch_period: Duration,
     pub workers: usize,
     pub max_endpoints_per_slice: usize,
+    pub controllers: Controllers,
     pub until: Option<Duration>,
     pub seed: u64,
 }
@@ -62,6 +37,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             args.batch_period,
             args.workers,
             args.max_endpoints_per_slice,
+            args.controllers,
         ),
         keep_records: true,
         until: args.until,
@@ -76,13 +52,17 @@ pub fn engine_options(
     batch_period: Duration,
     workers: usize,
     max_per_slice: usize,
+    controllers: Controllers,
 ) -> EngineOptions {
     EngineOptions {
         reconcile: Options {
             max_endpoints_per_slice: max_per_slice,
             prefer_same_traffic_distribution: false,
         },
+        // `--batch-period` is both kube-controller-manager batch periods.
         batch_period,
+        endpoints_batch_period: batch_period,
+        controllers,
         workers,
         ..EngineOptions::default()
     }

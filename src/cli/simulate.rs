@@ -16,10 +16,11 @@ use serde_json::json;
 
 use sliced::change::Change;
 use sliced::model::EndpointSlice;
+use sliced::reconcile::endpoints::ANNOTATION_OVER_CAPACITY as OVER_CAPACITY;
 use sliced::replay::{Action, ReplayOptions, Step, replay_with_progress};
 use sliced::sim::{self, ClusterSpec, TraceKind};
 use sliced::sink::Object;
-use sliced::snapshot::{Snapshot, reconcile_snapshot};
+use sliced::snapshot::{Controllers, Snapshot, reconcile_snapshot_with};
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -69,16 +70,20 @@ fn parse_duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
-    if let Err(message) = super::replay::check_controllers(&args.controllers) {
-        eprintln!("error: {message}");
-        return Ok(ExitCode::from(2));
-    }
+    let controllers = match Controllers::parse(&args.controllers) {
+        Ok(c) => c,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
     if let Some(events) = &args.events {
         return super::replay::run(super::replay::ReplayArgs {
             events,
             batch_period: args.batch_period,
             workers: args.workers as usize,
             max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
+            controllers,
             until: args.until,
             seed: args.seed.unwrap_or(0),
         });
@@ -139,6 +144,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             args.batch_period,
             args.workers as usize,
             args.max_endpoints_per_slice as usize,
+            controllers,
         ),
         keep_records: false,
         until: args.until,
@@ -167,8 +173,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
         prefer_same_traffic_distribution: false,
     };
-    let fresh = reconcile_snapshot(&final_state, &options_fresh, spec.seed);
-    let agrees = same_content(&slices_of(&result.objects), &slices_of(&fresh.objects));
+    let fresh = reconcile_snapshot_with(&final_state, &options_fresh, controllers, spec.seed);
+    let agrees = same_content(&slices_of(&result.objects), &slices_of(&fresh.objects))
+        && same_endpoints(&result.objects, &fresh.objects);
 
     let pods = snapshot.pods.len().max(1);
     let replay_secs = result.elapsed.as_secs_f64().max(1e-9);
@@ -286,6 +293,24 @@ fn action_of(change: &Change) -> Action {
         | Change::Endpoints(_) => Action::Apply(change.clone()),
         _ => Action::Delete(change.clone()),
     }
+}
+
+/// The same Endpoints objects: subsets, labels and the over-capacity mark.
+fn same_endpoints(a: &[Object], b: &[Object]) -> bool {
+    let of = |objects: &[Object]| -> Vec<String> {
+        objects
+            .iter()
+            .filter_map(|o| o.as_endpoints())
+            .map(|e| {
+                let capacity = e.meta.annotations.get(OVER_CAPACITY);
+                format!(
+                    "{}/{} {:?} {:?} {:?}",
+                    e.meta.namespace, e.meta.name, e.meta.labels, capacity, e.subsets
+                )
+            })
+            .collect()
+    };
+    of(a) == of(b)
 }
 
 fn slices_of(objects: &[Object]) -> Vec<&EndpointSlice> {

@@ -1,6 +1,7 @@
 //! The engine: changes in, batches of ready services reconciled in parallel, writes out, results back
 //! to the queue. One engine serves `simulate`, the replay of traces and (later) `run`.
 
+mod endpoints;
 mod incremental;
 mod sync;
 
@@ -18,8 +19,10 @@ use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Options};
 use crate::sink::apply::AppliedWrite;
+use crate::snapshot::Controllers;
 use crate::tracker::{self, EndpointSliceTracker, TriggerTimeTracker};
 
+pub use endpoints::ENDPOINTS_CONTROLLER;
 pub use sync::{SyncOutcome, SyncRecord};
 
 /// The controller name in sync records and events.
@@ -39,6 +42,11 @@ pub struct EngineOptions {
     pub max_batch: usize,
     /// Reconcile only what changed when a service's last sync allows it; off, every sync is full.
     pub incremental: bool,
+    /// The controllers that run.
+    pub controllers: Controllers,
+    /// `--endpoint-updates-batch-period`: the delay of the Endpoints controller's pod-triggered
+    /// syncs.
+    pub endpoints_batch_period: Duration,
 }
 
 impl Default for EngineOptions {
@@ -49,6 +57,8 @@ impl Default for EngineOptions {
             workers: 2,
             max_batch: 1024,
             incremental: true,
+            controllers: Controllers::ENDPOINTSLICE,
+            endpoints_batch_period: Duration::ZERO,
         }
     }
 }
@@ -74,6 +84,8 @@ pub struct Engine {
     /// Nodes changed in a way that moves zone ratios since topology was last computed.
     topology_dirty: AtomicBool,
     locator: incremental::Locator,
+    /// The Endpoints controller, when it runs.
+    endpoints: Option<endpoints::EndpointsController>,
     nodes: RwLock<Arc<NodeMap>>,
     index: Index,
     queue: WorkQueue<ServiceKey>,
@@ -94,8 +106,12 @@ impl Engine {
             .thread_name(|i| format!("sliced-worker-{i}"))
             .build()
             .ok();
+        let endpoints = options.controllers.endpoints.then(|| {
+            endpoints::EndpointsController::new(options.endpoints_batch_period, Arc::clone(&clock))
+        });
         Engine {
             queue: WorkQueue::new(QueueConfig::default(), Arc::clone(&clock)),
+            endpoints,
             options,
             index: Index::new(),
             changes: incremental::ChangeLog::default(),
@@ -141,14 +157,11 @@ impl Engine {
             Change::Service(service) => {
                 let key = ServiceKey::of(service);
                 self.index.services().apply(service.clone());
-                self.changes.force_full(&key);
-                self.queue.add(key);
+                self.service_changed(key);
             }
             Change::ServiceDeleted { namespace, name } => {
                 self.index.services().delete(namespace, name);
-                let key = ServiceKey::new(namespace, name);
-                self.changes.force_full(&key);
-                self.queue.add(key);
+                self.service_changed(ServiceKey::new(namespace, name));
             }
             Change::Pod(pod) => {
                 let (_, projection) = self.index.pods().apply_projected(pod.clone());
@@ -194,24 +207,53 @@ impl Engine {
                 if let Some(old) = self.index.slices().delete(namespace, name) {
                     self.locator.slice_changed(Some(&old), None);
                     if let Ok(Some(key)) = tracker::on_slice_delete(&self.slices, &old) {
-                        self.changes.force_full(&key);
-                        self.queue.add_after(key, self.slice_delay());
+                        self.slice_changed_by_others(key);
                     }
                 }
             }
-            // Namespaces matter to the API server (creates into a terminating one fail), and
-            // Endpoints to controllers not in this engine yet.
-            Change::Namespace(_)
-            | Change::NamespaceDeleted { .. }
-            | Change::Endpoints(_)
-            | Change::EndpointsDeleted { .. } => {}
+            Change::Endpoints(endpoints) => {
+                if let Some(controller) = &self.endpoints {
+                    controller.stored(Arc::clone(endpoints));
+                }
+            }
+            Change::EndpointsDeleted { namespace, name } => {
+                if let Some(controller) = &self.endpoints {
+                    controller.deleted(ServiceKey::new(namespace, name));
+                }
+            }
+            // Namespaces matter to the API server: creates into a terminating one fail.
+            Change::Namespace(_) | Change::NamespaceDeleted { .. } => {}
         }
     }
 
+    fn service_changed(&self, key: ServiceKey) {
+        if let Some(controller) = &self.endpoints {
+            controller.service_changed(key.clone());
+        }
+        if self.options.controllers.endpointslice {
+            self.changes.force_full(&key);
+            self.queue.add(key);
+        }
+    }
+
+    /// One lookup of the services a pod event concerns, for every controller.
     fn queue_for_projection(&self, projection: &PodProjection, pod: &Name) {
         for key in self.index.services_to_update(projection) {
-            self.changes.pod_changed(&key, pod);
-            self.queue.add_after(key, self.options.batch_period);
+            if let Some(controller) = &self.endpoints {
+                controller.pod_changed(key.clone());
+            }
+            if self.options.controllers.endpointslice {
+                self.changes.pod_changed(&key, pod);
+                self.queue.add_after(key, self.options.batch_period);
+            }
+        }
+    }
+
+    /// What a controller that has just started does once its caches are filled: the Endpoints
+    /// controller syncs every Endpoints object, so that those left by deleted services go.
+    pub fn start(&self) {
+        if let Some(controller) = &self.endpoints {
+            controller.queue_leftovers();
         }
     }
 
@@ -253,12 +295,19 @@ impl Engine {
     pub fn next_ready_at(&self) -> Option<Duration> {
         self.mark_pods_on_changed_nodes();
         self.recompute_topology_if_needed();
-        self.queue.next_ready_at()
+        let endpoints = self
+            .endpoints
+            .as_ref()
+            .and_then(|c| c.queue.next_ready_at());
+        match (self.queue.next_ready_at(), endpoints) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Nothing ready, delayed or in progress.
     pub fn is_idle(&self) -> bool {
-        self.queue.is_idle()
+        self.queue.is_idle() && self.endpoints.as_ref().is_none_or(|c| c.queue.is_idle())
     }
 
     /// Now, on the engine's clock.
@@ -282,7 +331,13 @@ impl Engine {
         };
         // A slice without its service-name label names no service to sync.
         for key in keys.into_iter().flatten() {
-            // Someone else's edit: the slices may not be what the last sync left.
+            self.slice_changed_by_others(key);
+        }
+    }
+
+    /// Someone else's edit: the slices may not be what the last sync left.
+    fn slice_changed_by_others(&self, key: ServiceKey) {
+        if self.options.controllers.endpointslice {
             self.changes.force_full(&key);
             self.queue.add_after(key, self.slice_delay());
         }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::incremental::Changes;
-use super::{ENDPOINTSLICE_CONTROLLER, Engine};
+use super::{ENDPOINTSLICE_CONTROLLER, Engine, endpoints};
 use crate::index::ServiceKey;
 use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
 use crate::queue::RetryDecision;
@@ -48,6 +48,23 @@ pub struct SyncRecord {
     pub writes: Vec<AppliedWrite>,
     /// Wall-clock time the sync took: computing the plan and carrying it out.
     pub took: Duration,
+    /// The sync failed for the last time allowed: the key was dropped from the queue.
+    pub dropped: bool,
+}
+
+impl SyncRecord {
+    pub(super) fn new(at: Duration, service: ServiceKey, controller: &'static str) -> Self {
+        SyncRecord {
+            at,
+            service,
+            controller,
+            outcome: SyncOutcome::Success,
+            message: None,
+            writes: Vec::new(),
+            took: Duration::ZERO,
+            dropped: false,
+        }
+    }
 }
 
 enum Prepared {
@@ -59,36 +76,97 @@ enum Prepared {
 
 const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
 
+/// A key taken from one controller's queue.
+enum Job {
+    Slices(ServiceKey),
+    Endpoints(ServiceKey),
+}
+
+/// A job's plan.
+enum Planned {
+    Slices(ServiceKey, Prepared),
+    Endpoints(ServiceKey, endpoints::Prepared),
+}
+
 impl Engine {
     /// Takes the services that are ready now, reconciles them in parallel and applies their plans
     /// to `sink`, in the order they became ready.
     pub fn sync_ready(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
         self.mark_pods_on_changed_nodes();
         self.recompute_topology_if_needed();
-        let keys = self.queue.pop_ready(self.options.max_batch);
-        if keys.is_empty() {
+        let max = self.options.max_batch;
+        let mut jobs: Vec<Job> = self
+            .queue
+            .pop_ready(max)
+            .into_iter()
+            .map(Job::Slices)
+            .collect();
+        if let Some(controller) = &self.endpoints {
+            jobs.extend(
+                controller
+                    .queue
+                    .pop_ready(max)
+                    .into_iter()
+                    .map(Job::Endpoints),
+            );
+        }
+        if jobs.is_empty() {
             return Vec::new();
         }
-        let timed = |k: &ServiceKey| {
+        let timed = |job: &Job| {
             let started = Instant::now();
-            let plan = self.prepare(k);
-            (plan, started.elapsed())
+            let planned = match (job, &self.endpoints) {
+                (Job::Slices(key), _) => Planned::Slices(key.clone(), self.prepare(key)),
+                (Job::Endpoints(key), Some(controller)) => {
+                    Planned::Endpoints(key.clone(), controller.prepare(&self.index, key))
+                }
+                (Job::Endpoints(key), None) => {
+                    Planned::Endpoints(key.clone(), endpoints::Prepared::Nothing)
+                }
+            };
+            (planned, started.elapsed())
         };
-        // One service is planned here: handing it to a worker costs more than it saves.
-        let prepared: Vec<(Prepared, Duration)> = match &self.pool {
-            Some(pool) if keys.len() > 1 => pool.install(|| keys.par_iter().map(timed).collect()),
-            _ => keys.iter().map(timed).collect(),
+        // One job is planned here: handing it to a worker costs more than it saves.
+        let planned: Vec<(Planned, Duration)> = match &self.pool {
+            Some(pool) if jobs.len() > 1 => pool.install(|| jobs.par_iter().map(timed).collect()),
+            _ => jobs.iter().map(timed).collect(),
         };
         let at = self.clock.now();
-        let mut records = Vec::with_capacity(keys.len());
-        for (key, (prepared, planning)) in keys.into_iter().zip(prepared) {
+        let mut records = Vec::with_capacity(planned.len());
+        for (planned, planning) in planned {
             let started = Instant::now();
-            let mut record = self.finish(&key, prepared, sink, at);
+            let mut record = match planned {
+                Planned::Slices(key, prepared) => {
+                    let record = self.finish(&key, prepared, sink, at);
+                    self.queue.done(&key);
+                    record
+                }
+                Planned::Endpoints(key, prepared) => {
+                    let mut events = Vec::new();
+                    let record = match &self.endpoints {
+                        Some(c) => c.finish(&key, prepared, sink, at, &mut events),
+                        None => SyncRecord::new(at, key, endpoints::ENDPOINTS_CONTROLLER),
+                    };
+                    self.events.lock().extend(events);
+                    record
+                }
+            };
             record.took = planning + started.elapsed();
-            self.queue.done(&key);
+            self.count(&record);
             records.push(record);
         }
         records
+    }
+
+    fn count(&self, record: &SyncRecord) {
+        let mut stats = self.stats.lock();
+        stats.syncs += 1;
+        match record.outcome {
+            SyncOutcome::Success => {}
+            SyncOutcome::Error => stats.sync_errors += 1,
+            SyncOutcome::Stale => stats.stale += 1,
+        }
+        stats.dropped += u64::from(record.dropped);
     }
 
     /// Everything of a sync that reads only: the plan.
@@ -223,15 +301,7 @@ impl Engine {
         sink: &dyn Sink,
         at: Duration,
     ) -> SyncRecord {
-        let mut record = SyncRecord {
-            at,
-            service: key.clone(),
-            controller: ENDPOINTSLICE_CONTROLLER,
-            outcome: SyncOutcome::Success,
-            message: None,
-            writes: Vec::new(),
-            took: Duration::ZERO,
-        };
+        let mut record = SyncRecord::new(at, key.clone(), ENDPOINTSLICE_CONTROLLER);
         let error = match prepared {
             Prepared::Nothing => None,
             Prepared::Stale => {
@@ -268,15 +338,6 @@ impl Engine {
                 error
             }
         };
-        {
-            let mut stats = self.stats.lock();
-            stats.syncs += 1;
-            match record.outcome {
-                SyncOutcome::Success => {}
-                SyncOutcome::Error => stats.sync_errors += 1,
-                SyncOutcome::Stale => stats.stale += 1,
-            }
-        }
         match &error {
             None => self.changes.synced(key),
             Some(_) => self.changes.failed(key),
@@ -284,9 +345,7 @@ impl Engine {
         match error {
             None => self.queue.forget(key),
             Some(message) => {
-                if let RetryDecision::Dropped = self.queue.retry_or_drop(key) {
-                    self.stats.lock().dropped += 1;
-                }
+                record.dropped = matches!(self.queue.retry_or_drop(key), RetryDecision::Dropped);
                 record.message = Some(message);
             }
         }

@@ -95,6 +95,7 @@ pub fn replay_with_progress(
     };
 
     let mut next = 0;
+    let mut caches_listed = false;
     loop {
         let now = clock.now();
         sink.set_now(
@@ -109,6 +110,11 @@ pub fn replay_with_progress(
         }
         if next != before {
             progress(next, order.len());
+        }
+        // The objects there at time zero are the caches' initial list.
+        if !caches_listed {
+            engine.start();
+            caches_listed = true;
         }
         // A sync takes no virtual time: run everything ready now.
         loop {

@@ -119,27 +119,7 @@ impl World {
                     return;
                 };
                 engine.handle(change);
-                // The garbage collector removes what the Service owned; these are not the
-                // controller's writes.
-                for object in sink.objects() {
-                    let Object::EndpointSlice(slice) = &object else {
-                        continue;
-                    };
-                    if slice.meta.namespace == *namespace
-                        && slice
-                            .owner_references
-                            .iter()
-                            .any(|o| o.uid == service.meta.uid)
-                        && sink
-                            .remove_external(Kind::EndpointSlice, namespace, &slice.meta.name)
-                            .is_some()
-                    {
-                        engine.handle(&Change::EndpointSliceDeleted {
-                            namespace: namespace.clone(),
-                            name: slice.meta.name.clone(),
-                        });
-                    }
-                }
+                collect_garbage(namespace, &service.meta.uid, engine, sink);
             }
             Change::EndpointSliceDeleted { namespace, name } => {
                 if sink
@@ -150,11 +130,10 @@ impl World {
                 }
             }
             Change::EndpointsDeleted { namespace, name } => {
-                if sink
-                    .remove_external(Kind::Endpoints, namespace, name)
-                    .is_some()
-                {
+                if let Some(gone) = sink.remove_external(Kind::Endpoints, namespace, name) {
                     engine.handle(change);
+                    // Mirrored slices are owned by their Endpoints.
+                    collect_garbage(namespace, &gone.meta().uid, engine, sink);
                 }
             }
             Change::NamespaceDeleted { name } => {
@@ -162,6 +141,30 @@ impl World {
                 engine.handle(change);
             }
             other => engine.handle(other),
+        }
+    }
+}
+
+/// The garbage collector: the slices owned by a deleted object go too, and the watch tells the
+/// engine. These are not the controllers' writes.
+fn collect_garbage(namespace: &Name, owner_uid: &Name, engine: &Engine, sink: &MemorySink) {
+    if owner_uid.is_empty() {
+        return;
+    }
+    for object in sink.objects() {
+        let Object::EndpointSlice(slice) = &object else {
+            continue;
+        };
+        if slice.meta.namespace == *namespace
+            && slice.owner_references.iter().any(|o| o.uid == *owner_uid)
+            && sink
+                .remove_external(Kind::EndpointSlice, namespace, &slice.meta.name)
+                .is_some()
+        {
+            engine.handle(&Change::EndpointSliceDeleted {
+                namespace: namespace.clone(),
+                name: slice.meta.name.clone(),
+            });
         }
     }
 }

@@ -1,0 +1,182 @@
+//! The Endpoints controller inside the engine: its own queue (client-go's default controller rate
+//! limiter, as upstream's `endpoint` queue), trigger-time tracker and stale-version guard, fed by
+//! the same index and selector cache as the EndpointSlice controller.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahash::RandomState;
+use dashmap::DashMap;
+
+use super::sync::{SyncOutcome, SyncRecord};
+use crate::index::{Index, ServiceKey};
+use crate::model::{Endpoints, Name, Pod, ServiceType};
+use crate::queue::{Clock, QueueConfig, RetryDecision, WorkQueue};
+use crate::reconcile::Event;
+use crate::reconcile::endpoints::{self, ANNOTATION_LEADER, EndpointsInput, EndpointsPlan};
+use crate::sink::endpoints::apply_endpoints_plan;
+use crate::sink::{Object, Sink, Verb};
+use crate::tracker::TriggerTimeTracker;
+
+/// The controller name in sync records.
+pub const ENDPOINTS_CONTROLLER: &str = "endpoints";
+
+const STALE_MESSAGE: &str = "endpoints informer cache is out of date";
+
+pub(super) struct EndpointsController {
+    pub queue: WorkQueue<ServiceKey>,
+    /// `--endpoint-updates-batch-period`: the delay of pod-triggered syncs.
+    batch_period: Duration,
+    /// Every Endpoints object the watch delivered, the controller's own and custom ones.
+    objects: DashMap<ServiceKey, Arc<Endpoints>, RandomState>,
+    triggers: TriggerTimeTracker,
+    /// The resourceVersion an update replaced, per service: a cache still showing it is stale.
+    stale_versions: DashMap<ServiceKey, Name, RandomState>,
+}
+
+pub(super) enum Prepared {
+    Nothing,
+    Stale,
+    Plan(EndpointsPlan),
+}
+
+impl EndpointsController {
+    pub fn new(batch_period: Duration, clock: Arc<dyn Clock>) -> Self {
+        EndpointsController {
+            queue: WorkQueue::new(QueueConfig::controller_default(), clock),
+            batch_period,
+            objects: DashMap::default(),
+            triggers: TriggerTimeTracker::new(),
+            stale_versions: DashMap::default(),
+        }
+    }
+
+    pub fn get(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {
+        self.objects.get(key).map(|e| Arc::clone(&e))
+    }
+
+    /// An Endpoints object stored by the API server, as the watch delivers it. Upstream watches
+    /// only deletions, so nothing is queued.
+    pub fn stored(&self, endpoints: Arc<Endpoints>) {
+        let key = ServiceKey::new(&endpoints.meta.namespace, &endpoints.meta.name);
+        self.objects.insert(key, endpoints);
+    }
+
+    /// An Endpoints object was deleted: its service is synced, which recreates it if still wanted.
+    pub fn deleted(&self, key: ServiceKey) -> Option<Arc<Endpoints>> {
+        let old = self.objects.remove(&key).map(|(_, e)| e);
+        self.queue.add(key);
+        old
+    }
+
+    pub fn service_changed(&self, key: ServiceKey) {
+        self.queue.add(key);
+    }
+
+    pub fn pod_changed(&self, key: ServiceKey) {
+        self.queue.add_after(key, self.batch_period);
+    }
+
+    /// The start-up check: every Endpoints object but leader-election records is synced, so
+    /// those whose service is gone get deleted.
+    pub fn queue_leftovers(&self) {
+        let keys: Vec<ServiceKey> = self
+            .objects
+            .iter()
+            .filter(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER))
+            .map(|e| e.key().clone())
+            .collect();
+        for key in keys {
+            self.queue.add(key);
+        }
+    }
+
+    /// Everything of a sync that reads only: the plan.
+    pub fn prepare(&self, index: &Index, key: &ServiceKey) -> Prepared {
+        let Some(service) = index.services().get(&key.namespace, &key.name) else {
+            self.triggers.delete_service(&key.namespace, &key.name);
+            self.stale_versions.remove(key);
+            return Prepared::Plan(endpoints::sync_deleted(&key.namespace, &key.name));
+        };
+        if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
+            return Prepared::Nothing;
+        }
+        let pods: Vec<Arc<Pod>> = index.members(key);
+        let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
+        let trigger_time = self
+            .triggers
+            .compute(&key.namespace, &key.name, &service, &pod_refs);
+        let current = self.get(key);
+        if let Some(current) = &current
+            && self
+                .stale_versions
+                .get(key)
+                .is_some_and(|rv| *rv == current.meta.resource_version)
+        {
+            return Prepared::Stale;
+        }
+        Prepared::Plan(endpoints::sync(&EndpointsInput {
+            service: &service,
+            pods: &pod_refs,
+            current: current.as_deref(),
+            trigger_time,
+        }))
+    }
+
+    /// Applies a prepared sync and feeds its results back to the store and the queue.
+    pub fn finish(
+        &self,
+        key: &ServiceKey,
+        prepared: Prepared,
+        sink: &dyn Sink,
+        at: Duration,
+        events: &mut Vec<(ServiceKey, Event)>,
+    ) -> SyncRecord {
+        let mut record = SyncRecord::new(at, key.clone(), ENDPOINTS_CONTROLLER);
+        let error = match prepared {
+            Prepared::Nothing => None,
+            Prepared::Stale => {
+                record.outcome = SyncOutcome::Stale;
+                Some(STALE_MESSAGE.to_string())
+            }
+            Prepared::Plan(plan) => {
+                let before = self.get(key).map(|e| e.meta.resource_version.clone());
+                let outcome = apply_endpoints_plan(sink, &plan);
+                events.extend(outcome.events.into_iter().map(|e| (key.clone(), e)));
+                if let Some(write) = outcome.record {
+                    match (&write.verb, &write.object) {
+                        (Verb::Delete, _) => {
+                            self.deleted(key.clone());
+                        }
+                        (verb, Object::Endpoints(stored)) => {
+                            if *verb == Verb::Update
+                                && let Some(before) = before
+                                && before != stored.meta.resource_version
+                            {
+                                self.stale_versions.insert(key.clone(), before);
+                            }
+                            self.stored(Arc::clone(stored));
+                        }
+                        _ => {}
+                    }
+                    record.writes.push(write);
+                }
+                if outcome.error.is_some() {
+                    record.outcome = SyncOutcome::Error;
+                }
+                outcome.error
+            }
+        };
+        match error {
+            None => self.queue.forget(key),
+            Some(message) => {
+                if let RetryDecision::Dropped = self.queue.retry_or_drop(key) {
+                    record.dropped = true;
+                }
+                record.message = Some(message);
+            }
+        }
+        self.queue.done(key);
+        record
+    }
+}
