@@ -11,8 +11,9 @@ use sliced::model::{
     EndpointsPort, Hints, Labels, Meta, Name, OwnerReference, Protocol, Service, ServiceType,
     TargetRef, Timestamp, intern, keys,
 };
+use sliced::reconcile::endpoints::repack;
 use sliced::reconcile::mirroring::{
-    self, CONTROLLER_NAME, MirrorInput, Options, Skip, decide, reconcile, repack_subsets,
+    self, CONTROLLER_NAME, MirrorInput, Options, Skip, decide, reconcile,
 };
 use sliced::reconcile::{EventType, Plan};
 use sliced::sink::{MemorySink, Object, apply_plan};
@@ -100,10 +101,10 @@ fn plan(ep: &Endpoints, slices: &[EndpointSlice]) -> Plan {
 fn apply(plan: &Plan, slices: &[EndpointSlice]) -> Vec<EndpointSlice> {
     let sink = MemorySink::new(7);
     for s in slices {
-        sink.insert_existing(Object::EndpointSlice(s.clone()))
+        sink.insert_existing(Object::from(s.clone()))
             .expect("insert");
     }
-    let outcome = apply_plan(&sink, plan);
+    let outcome = apply_plan(&sink, &mut plan.clone());
     assert!(outcome.is_success(), "{:?}", outcome.errors);
     sink.list_slices(NS)
 }
@@ -685,7 +686,7 @@ fn repack_merges_and_orders_addresses_by_ip_text() {
         subset(&["10.0.0.2"], &[], &[port("http", 80)]),
         subset(&["10.0.0.9"], &[], &[]),
     ]);
-    let repacked = repack_subsets(&ep.subsets);
+    let repacked = repack(&ep.subsets);
     assert_eq!(repacked.len(), 2);
     let with_port = repacked
         .iter()

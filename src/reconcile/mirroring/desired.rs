@@ -6,11 +6,11 @@ use std::net::IpAddr;
 
 use smallvec::SmallVec;
 
-use super::repack::repack_subsets;
 use crate::model::{
     Address, AddressType, Conditions, Endpoint, EndpointAddress, EndpointPort, EndpointSubset,
     EndpointsPort, IpFamily, Name, Protocol, intern,
 };
+use crate::reconcile::endpoints::repack;
 
 /// The ports of a key in canonical form: sorted, unnamed as "", protocol defaulted to TCP as the
 /// API server defaults it. Existing slices are grouped by the same form.
@@ -162,8 +162,8 @@ pub(crate) fn desired_endpoints(subsets: &[EndpointSubset], max: usize) -> Desir
         invalid: 0,
         skipped: 0,
     };
-    for subset in repack_subsets(subsets) {
-        let ports: Vec<EndpointPort> = subset.ports.iter().map(|p| slice_port(p)).collect();
+    for subset in repack(subsets) {
+        let ports: Vec<EndpointPort> = subset.ports.iter().map(slice_port).collect();
         let v4 = group_for(&mut desired.groups, AddressType::IPv4, &ports);
         let v6 = group_for(&mut desired.groups, AddressType::IPv6, &ports);
 

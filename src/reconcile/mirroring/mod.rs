@@ -8,13 +8,10 @@
 //! (address type, ports) key ([`writes`]).
 
 mod desired;
-mod repack;
 mod writes;
 
 use super::{AddressTypePlan, Event, Plan};
 use crate::model::{EndpointSlice, Endpoints, Service, keys};
-
-pub use repack::{RepackedSubset, repack_subsets};
 
 /// The managed-by value of slices this controller owns.
 pub const CONTROLLER_NAME: &str = "endpointslicemirroring-controller.k8s.io";
