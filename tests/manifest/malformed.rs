@@ -162,12 +162,6 @@ const MALFORMED: &[(&str, &str, &str, &str)] = &[
         "65536 is not a valid port number (0-65535)",
     ),
     (
-        "{apiVersion: v1, kind: Endpoints, metadata: {name: e}, subsets: [{notReadyAddresses: [{ip: 1.2.3}]}]}",
-        "document 2 (Endpoints default/e)",
-        "subsets[0].notReadyAddresses[0].ip",
-        "\"1.2.3\" is not a valid IP address",
-    ),
-    (
         "{apiVersion: v1, kind: Endpoints, metadata: {name: e}, subsets: [{ports: [{port: 0}]}]}",
         "document 2 (Endpoints default/e)",
         "subsets[0].ports[0].port",
@@ -187,4 +181,17 @@ fn malformed_objects() {
         assert_eq!(err.path(), Some(*path), "{msg}");
         assert_eq!(err.position().map(|p| p.document), Some(2), "{msg}");
     }
+}
+
+/// A custom Endpoints address that is not an IP is the user's business: mirroring skips it with a
+/// warning (issue 4), so loading keeps it as written.
+#[test]
+fn an_endpoints_address_that_is_not_an_ip_is_kept_as_text() {
+    let text = "apiVersion: v1\nkind: Endpoints\nmetadata: {name: e}\nsubsets: [{notReadyAddresses: [{ip: 1.2.3}]}]\n";
+    let manifest = sliced::kube::manifest::load_reader("e.yaml", text.as_bytes()).expect("loads");
+    let address = &manifest.objects.endpoints[0].subsets[0].not_ready_addresses[0].ip;
+    assert_eq!(
+        *address,
+        sliced::model::Address::Text(sliced::model::Name::new("1.2.3"))
+    );
 }

@@ -204,8 +204,14 @@ fn subset(i: usize, s: &core::EndpointSubset) -> Result<EndpointSubset, ConvertE
             .flatten()
             .enumerate()
             .map(|(j, a)| {
+                // Custom Endpoints may hold anything: mirroring skips what is not an IP, with a
+                // warning, so it is kept as written rather than refused.
+                let address = match ip(&a.ip, || format!("subsets[{i}].{field}[{j}].ip")) {
+                    Ok(ip) => Address::Ip(ip),
+                    Err(_) => Address::Text(Name::new(&a.ip)),
+                };
                 Ok(EndpointAddress {
-                    ip: Address::Ip(ip(&a.ip, || format!("subsets[{i}].{field}[{j}].ip"))?),
+                    ip: address,
                     hostname: opt_name(&a.hostname),
                     node_name: opt_intern(&a.node_name),
                     target_ref: a.target_ref.as_ref().map(target_ref_from_k8s),
