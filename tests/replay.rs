@@ -465,3 +465,100 @@ fn a_failed_endpoints_write_backs_off_from_five_milliseconds() {
     );
     assert_eq!(endpoints_writes(&out).len(), 1);
 }
+
+const CUSTOM: &str = "- at: 0s
+  apply: {apiVersion: v1, kind: Service, metadata: {name: db, namespace: default, uid: svc-db}, spec: {clusterIP: 10.96.0.20, ports: [{port: 5432}]}}
+- at: 0s
+  apply: {apiVersion: v1, kind: Endpoints, metadata: {name: db, namespace: default, uid: ep-db, labels: {team: data}}, subsets: [{addresses: [{ip: 192.168.1.10}, {ip: not-an-ip}], ports: [{port: 5432}]}]}
+";
+
+fn mirrored_slices(out: &Value) -> Vec<&Value> {
+    out["objects"]
+        .as_array()
+        .map(|o| {
+            o.iter()
+                .filter(|x| {
+                    x["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"]
+                        == "endpointslicemirroring-controller.k8s.io"
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn custom_endpoints_are_mirrored_with_invalid_addresses_skipped() {
+    let out = simulate(CUSTOM, &["--controllers", "mirroring"]);
+    let slices = mirrored_slices(&out);
+    assert_eq!(slices.len(), 1, "{out:#}");
+    let slice = slices[0];
+    assert_eq!(slice["metadata"]["labels"]["team"], "data");
+    assert_eq!(
+        slice["metadata"]["labels"]["kubernetes.io/service-name"],
+        "db"
+    );
+    assert_eq!(slice["metadata"]["ownerReferences"][0]["kind"], "Endpoints");
+    assert_eq!(slice["endpoints"][0]["addresses"][0], "192.168.1.10");
+    assert_eq!(slice["endpoints"].as_array().map(Vec::len), Some(1));
+    let warned = out["events"]
+        .as_array()
+        .is_some_and(|e| e.iter().any(|x| x["reason"] == "InvalidIPAddress"));
+    assert!(warned, "{:#}", out["events"]);
+    assert!(
+        controller_syncs(&out, "mirroring")
+            .iter()
+            .all(|s| s["result"] == "success")
+    );
+}
+
+#[test]
+fn mirrored_slices_follow_their_endpoints_and_go_when_the_service_gets_a_selector() {
+    let events = format!(
+        "{CUSTOM}- at: 5s
+  apply: {{apiVersion: v1, kind: Endpoints, metadata: {{name: db, namespace: default, uid: ep-db, labels: {{team: data}}}}, subsets: [{{addresses: [{{ip: 192.168.1.11}}], ports: [{{port: 5432}}]}}]}}
+- at: 10s
+  apply: {{apiVersion: v1, kind: Service, metadata: {{name: db, namespace: default, uid: svc-db}}, spec: {{selector: {{app: db}}, clusterIP: 10.96.0.20, ports: [{{port: 5432}}]}}}}
+"
+    );
+    let out = simulate(&events, &["--controllers", "mirroring"]);
+    let writes: Vec<(f64, String)> = out["writes"]
+        .as_array()
+        .map(|w| {
+            w.iter()
+                .map(|x| (at(x), x["verb"].as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        writes,
+        [
+            (0.0, "create".to_string()),
+            (5.0, "update".to_string()),
+            (10.0, "delete".to_string())
+        ]
+    );
+    assert!(mirrored_slices(&out).is_empty());
+}
+
+#[test]
+fn a_mirrored_slice_edited_by_someone_else_is_put_back() {
+    let out = simulate(CUSTOM, &["--controllers", "mirroring"]);
+    let slice = mirrored_slices(&out)[0].clone();
+    let name = slice["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let edit = format!(
+        "{CUSTOM}- at: 3s
+  apply:
+    apiVersion: discovery.k8s.io/v1
+    kind: EndpointSlice
+    metadata: {{name: {name}, namespace: default, labels: {{kubernetes.io/service-name: db, endpointslice.kubernetes.io/managed-by: endpointslicemirroring-controller.k8s.io}}}}
+    addressType: IPv4
+    endpoints: [{{addresses: [10.9.9.9]}}]
+"
+    );
+    let out = simulate(&edit, &["--controllers", "mirroring"]);
+    let repaired = mirrored_slices(&out);
+    assert_eq!(repaired.len(), 1);
+    assert_eq!(repaired[0]["endpoints"][0]["addresses"][0], "192.168.1.10");
+    let last = out["writes"].as_array().and_then(|w| w.last()).cloned();
+    assert_eq!(last.map(|w| at(&w)), Some(3.0));
+}

@@ -19,6 +19,7 @@ pub struct ReplayArgs<'a> {
     pub batch_period: Duration,
     pub workers: usize,
     pub max_endpoints_per_slice: usize,
+    pub mirroring_max_endpoints_per_subset: usize,
     pub controllers: Controllers,
     pub until: Option<Duration>,
     pub seed: u64,
@@ -37,6 +38,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             args.batch_period,
             args.workers,
             args.max_endpoints_per_slice,
+            args.mirroring_max_endpoints_per_subset,
             args.controllers,
         ),
         keep_records: true,
@@ -52,6 +54,7 @@ pub fn engine_options(
     batch_period: Duration,
     workers: usize,
     max_per_slice: usize,
+    max_per_mirrored_subset: usize,
     controllers: Controllers,
 ) -> EngineOptions {
     EngineOptions {
@@ -63,6 +66,9 @@ pub fn engine_options(
         batch_period,
         endpoints_batch_period: batch_period,
         controllers,
+        mirroring: sliced::reconcile::mirroring::Options {
+            max_endpoints_per_subset: max_per_mirrored_subset,
+        },
         workers,
         ..EngineOptions::default()
     }

@@ -45,6 +45,10 @@ pub struct SimulateArgs {
     /// The most endpoints one EndpointSlice holds.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     max_endpoints_per_slice: u32,
+    /// The most addresses of one Endpoints subset the mirroring controller mirrors, as
+    /// kube-controller-manager's flag.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    mirroring_max_endpoints_per_subset: u32,
     /// Print the summary as JSON.
     #[arg(short = 'o', long = "output", value_parser = ["text", "json"], default_value = "text")]
     output: String,
@@ -83,6 +87,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             batch_period: args.batch_period,
             workers: args.workers as usize,
             max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
+            mirroring_max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
             controllers,
             until: args.until,
             seed: args.seed.unwrap_or(0),
@@ -144,6 +149,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             args.batch_period,
             args.workers as usize,
             args.max_endpoints_per_slice as usize,
+            args.mirroring_max_endpoints_per_subset as usize,
             controllers,
         ),
         keep_records: false,

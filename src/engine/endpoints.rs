@@ -21,14 +21,42 @@ use crate::tracker::TriggerTimeTracker;
 /// The controller name in sync records.
 pub const ENDPOINTS_CONTROLLER: &str = "endpoints";
 
+/// Every Endpoints object the watch delivered, the controller's own and custom ones: read by the
+/// Endpoints and the mirroring controllers.
+#[derive(Default)]
+pub(super) struct EndpointsStore(DashMap<ServiceKey, Arc<Endpoints>, RandomState>);
+
+impl EndpointsStore {
+    pub fn get(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {
+        self.0.get(key).map(|e| Arc::clone(&e))
+    }
+
+    /// Stores `endpoints`; returns the version it replaces.
+    pub fn insert(&self, endpoints: Arc<Endpoints>) -> Option<Arc<Endpoints>> {
+        let key = ServiceKey::new(&endpoints.meta.namespace, &endpoints.meta.name);
+        self.0.insert(key, endpoints)
+    }
+
+    pub fn remove(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {
+        self.0.remove(key).map(|(_, e)| e)
+    }
+
+    /// The keys of every object but leader-election records.
+    fn keys_but_leader_records(&self) -> Vec<ServiceKey> {
+        self.0
+            .iter()
+            .filter(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER))
+            .map(|e| e.key().clone())
+            .collect()
+    }
+}
+
 const STALE_MESSAGE: &str = "endpoints informer cache is out of date";
 
 pub(super) struct EndpointsController {
     pub queue: WorkQueue<ServiceKey>,
     /// `--endpoint-updates-batch-period`: the delay of pod-triggered syncs.
     batch_period: Duration,
-    /// Every Endpoints object the watch delivered, the controller's own and custom ones.
-    objects: DashMap<ServiceKey, Arc<Endpoints>, RandomState>,
     triggers: TriggerTimeTracker,
     /// The resourceVersion an update replaced, per service: a cache still showing it is stale.
     stale_versions: DashMap<ServiceKey, Name, RandomState>,
@@ -45,28 +73,15 @@ impl EndpointsController {
         EndpointsController {
             queue: WorkQueue::new(QueueConfig::controller_default(), clock),
             batch_period,
-            objects: DashMap::default(),
             triggers: TriggerTimeTracker::new(),
             stale_versions: DashMap::default(),
         }
     }
 
-    pub fn get(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {
-        self.objects.get(key).map(|e| Arc::clone(&e))
-    }
-
-    /// An Endpoints object stored by the API server, as the watch delivers it. Upstream watches
-    /// only deletions, so nothing is queued.
-    pub fn stored(&self, endpoints: Arc<Endpoints>) {
-        let key = ServiceKey::new(&endpoints.meta.namespace, &endpoints.meta.name);
-        self.objects.insert(key, endpoints);
-    }
-
     /// An Endpoints object was deleted: its service is synced, which recreates it if still wanted.
-    pub fn deleted(&self, key: ServiceKey) -> Option<Arc<Endpoints>> {
-        let old = self.objects.remove(&key).map(|(_, e)| e);
+    /// Upstream watches nothing else of Endpoints.
+    pub fn deleted(&self, key: ServiceKey) {
         self.queue.add(key);
-        old
     }
 
     pub fn service_changed(&self, key: ServiceKey) {
@@ -79,20 +94,14 @@ impl EndpointsController {
 
     /// The start-up check: every Endpoints object but leader-election records is synced, so
     /// those whose service is gone get deleted.
-    pub fn queue_leftovers(&self) {
-        let keys: Vec<ServiceKey> = self
-            .objects
-            .iter()
-            .filter(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER))
-            .map(|e| e.key().clone())
-            .collect();
-        for key in keys {
+    pub fn queue_leftovers(&self, store: &EndpointsStore) {
+        for key in store.keys_but_leader_records() {
             self.queue.add(key);
         }
     }
 
     /// Everything of a sync that reads only: the plan.
-    pub fn prepare(&self, index: &Index, key: &ServiceKey) -> Prepared {
+    pub fn prepare(&self, index: &Index, store: &EndpointsStore, key: &ServiceKey) -> Prepared {
         let Some(service) = index.services().get(&key.namespace, &key.name) else {
             self.triggers.delete_service(&key.namespace, &key.name);
             self.stale_versions.remove(key);
@@ -106,7 +115,7 @@ impl EndpointsController {
         let trigger_time = self
             .triggers
             .compute(&key.namespace, &key.name, &service, &pod_refs);
-        let current = self.get(key);
+        let current = store.get(key);
         if let Some(current) = &current
             && self
                 .stale_versions
@@ -123,12 +132,14 @@ impl EndpointsController {
         }))
     }
 
-    /// Applies a prepared sync and feeds its results back to the store and the queue.
+    /// Applies a prepared sync and feeds its result back to the queue. The caller feeds the write
+    /// back as the watch would deliver it.
     pub fn finish(
         &self,
         key: &ServiceKey,
         prepared: Prepared,
         sink: &dyn Sink,
+        store: &EndpointsStore,
         at: Duration,
         events: &mut Vec<(ServiceKey, Event)>,
     ) -> SyncRecord {
@@ -140,24 +151,15 @@ impl EndpointsController {
                 Some(STALE_MESSAGE.to_string())
             }
             Prepared::Plan(plan) => {
-                let before = self.get(key).map(|e| e.meta.resource_version.clone());
+                let before = store.get(key).map(|e| e.meta.resource_version.clone());
                 let outcome = apply_endpoints_plan(sink, &plan);
                 events.extend(outcome.events.into_iter().map(|e| (key.clone(), e)));
                 if let Some(write) = outcome.record {
-                    match (&write.verb, &write.object) {
-                        (Verb::Delete, _) => {
-                            self.deleted(key.clone());
-                        }
-                        (verb, Object::Endpoints(stored)) => {
-                            if *verb == Verb::Update
-                                && let Some(before) = before
-                                && before != stored.meta.resource_version
-                            {
-                                self.stale_versions.insert(key.clone(), before);
-                            }
-                            self.stored(Arc::clone(stored));
-                        }
-                        _ => {}
+                    if let (Verb::Update, Object::Endpoints(stored)) = (&write.verb, &write.object)
+                        && let Some(before) = before
+                        && before != stored.meta.resource_version
+                    {
+                        self.stale_versions.insert(key.clone(), before);
                     }
                     record.writes.push(write);
                 }

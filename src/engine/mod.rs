@@ -3,6 +3,7 @@
 
 mod endpoints;
 mod incremental;
+mod mirroring;
 mod sync;
 
 use std::collections::HashMap;
@@ -23,6 +24,7 @@ use crate::snapshot::Controllers;
 use crate::tracker::{self, EndpointSliceTracker, TriggerTimeTracker};
 
 pub use endpoints::ENDPOINTS_CONTROLLER;
+pub use mirroring::MIRRORING_CONTROLLER;
 pub use sync::{SyncOutcome, SyncRecord};
 
 /// The controller name in sync records and events.
@@ -47,6 +49,10 @@ pub struct EngineOptions {
     /// `--endpoint-updates-batch-period`: the delay of the Endpoints controller's pod-triggered
     /// syncs.
     pub endpoints_batch_period: Duration,
+    /// The mirroring controller's options (`--mirroring-max-endpoints-per-subset`).
+    pub mirroring: crate::reconcile::mirroring::Options,
+    /// `--mirroring-endpointslice-updates-batch-period`.
+    pub mirroring_batch_period: Duration,
 }
 
 impl Default for EngineOptions {
@@ -59,6 +65,8 @@ impl Default for EngineOptions {
             incremental: true,
             controllers: Controllers::ENDPOINTSLICE,
             endpoints_batch_period: Duration::ZERO,
+            mirroring: crate::reconcile::mirroring::Options::default(),
+            mirroring_batch_period: Duration::ZERO,
         }
     }
 }
@@ -86,6 +94,10 @@ pub struct Engine {
     locator: incremental::Locator,
     /// The Endpoints controller, when it runs.
     endpoints: Option<endpoints::EndpointsController>,
+    /// The mirroring controller, when it runs.
+    mirroring: Option<mirroring::MirroringController>,
+    /// Every Endpoints object, for both.
+    endpoints_store: endpoints::EndpointsStore,
     nodes: RwLock<Arc<NodeMap>>,
     index: Index,
     queue: WorkQueue<ServiceKey>,
@@ -109,9 +121,18 @@ impl Engine {
         let endpoints = options.controllers.endpoints.then(|| {
             endpoints::EndpointsController::new(options.endpoints_batch_period, Arc::clone(&clock))
         });
+        let mirroring = options.controllers.mirroring.then(|| {
+            mirroring::MirroringController::new(
+                options.mirroring.clone(),
+                options.mirroring_batch_period,
+                Arc::clone(&clock),
+            )
+        });
         Engine {
             queue: WorkQueue::new(QueueConfig::default(), Arc::clone(&clock)),
             endpoints,
+            mirroring,
+            endpoints_store: endpoints::EndpointsStore::default(),
             options,
             index: Index::new(),
             changes: incremental::ChangeLog::default(),
@@ -156,12 +177,19 @@ impl Engine {
         match change {
             Change::Service(service) => {
                 let key = ServiceKey::of(service);
-                self.index.services().apply(service.clone());
+                let old = self.index.services().apply(service.clone());
+                if let Some(controller) = &self.mirroring {
+                    controller.service_changed(&key, old.as_deref(), Some(service));
+                }
                 self.service_changed(key);
             }
             Change::ServiceDeleted { namespace, name } => {
-                self.index.services().delete(namespace, name);
-                self.service_changed(ServiceKey::new(namespace, name));
+                let old = self.index.services().delete(namespace, name);
+                let key = ServiceKey::new(namespace, name);
+                if let Some(controller) = &self.mirroring {
+                    controller.service_changed(&key, old.as_deref(), None);
+                }
+                self.service_changed(key);
             }
             Change::Pod(pod) => {
                 let (_, projection) = self.index.pods().apply_projected(pod.clone());
@@ -204,6 +232,9 @@ impl Engine {
             }
             Change::EndpointSlice(slice) => self.slice_stored(Arc::clone(slice)),
             Change::EndpointSliceDeleted { namespace, name } => {
+                if let Some(controller) = &self.mirroring {
+                    controller.slice_deleted(namespace, name);
+                }
                 if let Some(old) = self.index.slices().delete(namespace, name) {
                     self.locator.slice_changed(Some(&old), None);
                     if let Ok(Some(key)) = tracker::on_slice_delete(&self.slices, &old) {
@@ -212,13 +243,19 @@ impl Engine {
                 }
             }
             Change::Endpoints(endpoints) => {
-                if let Some(controller) = &self.endpoints {
-                    controller.stored(Arc::clone(endpoints));
+                let old = self.endpoints_store.insert(Arc::clone(endpoints));
+                if let Some(controller) = &self.mirroring {
+                    controller.endpoints_changed(old.as_deref(), Some(endpoints));
                 }
             }
             Change::EndpointsDeleted { namespace, name } => {
+                let key = ServiceKey::new(namespace, name);
+                let old = self.endpoints_store.remove(&key);
+                if let Some(controller) = &self.mirroring {
+                    controller.endpoints_changed(old.as_deref(), None);
+                }
                 if let Some(controller) = &self.endpoints {
-                    controller.deleted(ServiceKey::new(namespace, name));
+                    controller.deleted(key);
                 }
             }
             // Namespaces matter to the API server: creates into a terminating one fail.
@@ -253,7 +290,7 @@ impl Engine {
     /// controller syncs every Endpoints object, so that those left by deleted services go.
     pub fn start(&self) {
         if let Some(controller) = &self.endpoints {
-            controller.queue_leftovers();
+            controller.queue_leftovers(&self.endpoints_store);
         }
     }
 
@@ -295,19 +332,25 @@ impl Engine {
     pub fn next_ready_at(&self) -> Option<Duration> {
         self.mark_pods_on_changed_nodes();
         self.recompute_topology_if_needed();
-        let endpoints = self
-            .endpoints
-            .as_ref()
-            .and_then(|c| c.queue.next_ready_at());
-        match (self.queue.next_ready_at(), endpoints) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.queue.next_ready_at(),
+            self.endpoints
+                .as_ref()
+                .and_then(|c| c.queue.next_ready_at()),
+            self.mirroring
+                .as_ref()
+                .and_then(|c| c.queue.next_ready_at()),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Nothing ready, delayed or in progress.
     pub fn is_idle(&self) -> bool {
-        self.queue.is_idle() && self.endpoints.as_ref().is_none_or(|c| c.queue.is_idle())
+        self.queue.is_idle()
+            && self.endpoints.as_ref().is_none_or(|c| c.queue.is_idle())
+            && self.mirroring.as_ref().is_none_or(|c| c.queue.is_idle())
     }
 
     /// Now, on the engine's clock.
@@ -315,9 +358,11 @@ impl Engine {
         self.clock.now()
     }
 
-    /// Writes that a sync made, fed back as the watch would deliver them.
     /// A slice stored by the API server, as its watch delivers it.
     fn slice_stored(&self, slice: Arc<EndpointSlice>) {
+        if let Some(controller) = &self.mirroring {
+            controller.slice_stored(&slice);
+        }
         let old = self.index.slices().apply(Arc::clone(&slice));
         let managed = crate::index::is_managed(&slice);
         self.locator
@@ -343,19 +388,25 @@ impl Engine {
         }
     }
 
+    /// Writes that a sync made, fed back as the watch would deliver them.
     fn observe_own_writes(&self, writes: &[AppliedWrite]) {
+        use crate::sink::{Object, Verb};
         for w in writes {
             match (&w.verb, &w.object) {
-                (crate::sink::Verb::Delete, crate::sink::Object::EndpointSlice(s)) => {
+                (Verb::Delete, Object::EndpointSlice(s)) => {
                     self.handle(&Change::EndpointSliceDeleted {
                         namespace: s.meta.namespace.clone(),
                         name: s.meta.name.clone(),
                     });
                 }
-                (_, crate::sink::Object::EndpointSlice(s)) => {
-                    self.slice_stored(Arc::clone(s));
+                (_, Object::EndpointSlice(s)) => self.slice_stored(Arc::clone(s)),
+                (Verb::Delete, Object::Endpoints(e)) => {
+                    self.handle(&Change::EndpointsDeleted {
+                        namespace: e.meta.namespace.clone(),
+                        name: e.meta.name.clone(),
+                    });
                 }
-                _ => {}
+                (_, Object::Endpoints(e)) => self.handle(&Change::Endpoints(Arc::clone(e))),
             }
         }
     }

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::incremental::Changes;
-use super::{ENDPOINTSLICE_CONTROLLER, Engine, endpoints};
+use super::{ENDPOINTSLICE_CONTROLLER, Engine, endpoints, mirroring};
 use crate::index::ServiceKey;
 use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
 use crate::queue::RetryDecision;
@@ -80,12 +80,16 @@ const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
 enum Job {
     Slices(ServiceKey),
     Endpoints(ServiceKey),
+    Mirroring(ServiceKey),
 }
 
 /// A job's plan.
 enum Planned {
     Slices(ServiceKey, Prepared),
     Endpoints(ServiceKey, endpoints::Prepared),
+    Mirroring(ServiceKey, mirroring::Prepared),
+    /// The job's controller does not run.
+    Nothing(ServiceKey),
 }
 
 impl Engine {
@@ -110,19 +114,25 @@ impl Engine {
                     .map(Job::Endpoints),
             );
         }
+        if let Some(controller) = &self.mirroring {
+            let keys = controller.queue.pop_ready(max);
+            jobs.extend(keys.into_iter().map(Job::Mirroring));
+        }
         if jobs.is_empty() {
             return Vec::new();
         }
         let timed = |job: &Job| {
             let started = Instant::now();
-            let planned = match (job, &self.endpoints) {
-                (Job::Slices(key), _) => Planned::Slices(key.clone(), self.prepare(key)),
-                (Job::Endpoints(key), Some(controller)) => {
-                    Planned::Endpoints(key.clone(), controller.prepare(&self.index, key))
+            let store = &self.endpoints_store;
+            let planned = match (job, &self.endpoints, &self.mirroring) {
+                (Job::Slices(key), _, _) => Planned::Slices(key.clone(), self.prepare(key)),
+                (Job::Endpoints(key), Some(c), _) => {
+                    Planned::Endpoints(key.clone(), c.prepare(&self.index, store, key))
                 }
-                (Job::Endpoints(key), None) => {
-                    Planned::Endpoints(key.clone(), endpoints::Prepared::Nothing)
+                (Job::Mirroring(key), _, Some(c)) => {
+                    Planned::Mirroring(key.clone(), c.prepare(&self.index, store, key))
                 }
+                (Job::Endpoints(key) | Job::Mirroring(key), _, _) => Planned::Nothing(key.clone()),
             };
             (planned, started.elapsed())
         };
@@ -141,15 +151,28 @@ impl Engine {
                     self.queue.done(&key);
                     record
                 }
-                Planned::Endpoints(key, prepared) => {
-                    let mut events = Vec::new();
-                    let record = match &self.endpoints {
-                        Some(c) => c.finish(&key, prepared, sink, at, &mut events),
-                        None => SyncRecord::new(at, key, endpoints::ENDPOINTS_CONTROLLER),
-                    };
-                    self.events.lock().extend(events);
-                    record
-                }
+                Planned::Endpoints(key, prepared) => match &self.endpoints {
+                    Some(c) => {
+                        let mut events = Vec::new();
+                        let record =
+                            c.finish(&key, prepared, sink, &self.endpoints_store, at, &mut events);
+                        self.events.lock().extend(events);
+                        self.observe_own_writes(&record.writes);
+                        record
+                    }
+                    None => SyncRecord::new(at, key, endpoints::ENDPOINTS_CONTROLLER),
+                },
+                Planned::Mirroring(key, prepared) => match &self.mirroring {
+                    Some(c) => {
+                        let mut events = Vec::new();
+                        let record = c.finish(&key, prepared, sink, at, &mut events);
+                        self.events.lock().extend(events);
+                        self.observe_own_writes(&record.writes);
+                        record
+                    }
+                    None => SyncRecord::new(at, key, mirroring::MIRRORING_CONTROLLER),
+                },
+                Planned::Nothing(key) => SyncRecord::new(at, key, ENDPOINTSLICE_CONTROLLER),
             };
             record.took = planning + started.elapsed();
             self.count(&record);

@@ -1,0 +1,178 @@
+//! The EndpointSlice mirroring controller inside the engine: the custom Endpoints of selector-less
+//! Services copied into slices, with its own queue (1 s doubling to 100 s, as upstream's),
+//! slice store and generation tracker.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::endpoints::EndpointsStore;
+use super::sync::{SyncOutcome, SyncRecord};
+use crate::index::{Index, ServiceKey, SliceStore};
+use crate::model::{EndpointSlice, Endpoints, Service, keys};
+use crate::queue::{Clock, QueueConfig, RetryDecision, WorkQueue};
+use crate::reconcile::mirroring::{self, MirrorInput, should_mirror};
+use crate::reconcile::{Event, Plan};
+use crate::sink::apply::apply_plan;
+use crate::sink::{Object, Sink, Verb};
+use crate::tracker::{self, EndpointSliceTracker};
+
+/// The controller name in sync records.
+pub const MIRRORING_CONTROLLER: &str = "mirroring";
+
+const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
+
+/// Upstream's mirroring queue: per-key backoff from 1 s, capped at 100 s.
+fn queue_config() -> QueueConfig {
+    QueueConfig {
+        base_delay: Duration::from_secs(1),
+        max_delay: Duration::from_secs(100),
+        ..QueueConfig::default()
+    }
+}
+
+pub(super) struct MirroringController {
+    pub queue: WorkQueue<ServiceKey>,
+    /// `--mirroring-endpointslice-updates-batch-period`: the delay of slice-triggered syncs.
+    batch_period: Duration,
+    options: mirroring::Options,
+    /// The slices this controller manages.
+    pub slices: SliceStore,
+    tracker: EndpointSliceTracker,
+}
+
+pub(super) enum Prepared {
+    Stale,
+    Plan(Plan),
+}
+
+impl MirroringController {
+    pub fn new(options: mirroring::Options, batch_period: Duration, clock: Arc<dyn Clock>) -> Self {
+        MirroringController {
+            queue: WorkQueue::new(queue_config(), clock),
+            batch_period,
+            options,
+            slices: SliceStore::for_manager(keys::MIRRORING_CONTROLLER),
+            tracker: EndpointSliceTracker::for_manager(keys::MIRRORING_CONTROLLER),
+        }
+    }
+
+    /// An Endpoints object was added, changed or deleted (`new` is `None`).
+    pub fn endpoints_changed(&self, old: Option<&Endpoints>, new: Option<&Endpoints>) {
+        let Some(any) = new.or(old) else {
+            return;
+        };
+        if old.is_some_and(should_mirror) || new.is_some_and(should_mirror) {
+            self.queue
+                .add(ServiceKey::new(&any.meta.namespace, &any.meta.name));
+        }
+    }
+
+    /// A Service was added, changed or deleted (`new` is `None`): it matters when it has, or had,
+    /// no selector.
+    pub fn service_changed(&self, key: &ServiceKey, old: Option<&Service>, new: Option<&Service>) {
+        let selectorless = |s: Option<&Service>| s.map(|s| s.selector.is_none());
+        let queue = match (selectorless(old), selectorless(new)) {
+            (None, Some(now)) | (Some(now), None) => now,
+            (Some(before), Some(now)) => before != now,
+            (None, None) => false,
+        };
+        if queue {
+            self.queue.add(key.clone());
+        }
+    }
+
+    /// A slice stored by the API server.
+    pub fn slice_stored(&self, slice: &Arc<EndpointSlice>) {
+        let old = self.slices.apply(Arc::clone(slice));
+        let keys: tracker::Queued = match old.as_deref() {
+            None => tracker::on_slice_add(&self.tracker, slice)
+                .transpose()
+                .into_iter()
+                .collect(),
+            Some(old) => tracker::on_slice_update(&self.tracker, old, slice),
+        };
+        for key in keys.into_iter().flatten() {
+            self.queue.add_after(key, self.batch_period);
+        }
+    }
+
+    pub fn slice_deleted(&self, namespace: &str, name: &str) {
+        if let Some(old) = self.slices.delete(namespace, name)
+            && let Ok(Some(key)) = tracker::on_slice_delete(&self.tracker, &old)
+        {
+            self.queue.add_after(key, self.batch_period);
+        }
+    }
+
+    /// Everything of a sync that reads only: the plan.
+    pub fn prepare(&self, index: &Index, store: &EndpointsStore, key: &ServiceKey) -> Prepared {
+        let service = index.services().get(&key.namespace, &key.name);
+        let endpoints = store.get(key);
+        let slices: Vec<Arc<EndpointSlice>> = self.slices.for_service(key);
+        let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
+        let stale = match &service {
+            Some(s) => {
+                self.tracker
+                    .stale_slices_for_uid(&key.namespace, &key.name, &s.meta.uid, &refs)
+            }
+            None => self.tracker.stale_slices(&key.namespace, &key.name, &refs),
+        };
+        if stale {
+            return Prepared::Stale;
+        }
+        Prepared::Plan(mirroring::reconcile(&MirrorInput {
+            namespace: &key.namespace,
+            name: &key.name,
+            service: service.as_deref(),
+            endpoints: endpoints.as_deref(),
+            slices: &refs,
+            options: &self.options,
+        }))
+    }
+
+    /// Applies a prepared sync and feeds its result back to the tracker and the queue. The caller
+    /// feeds the writes back as the watch would deliver them.
+    pub fn finish(
+        &self,
+        key: &ServiceKey,
+        prepared: Prepared,
+        sink: &dyn Sink,
+        at: Duration,
+        events: &mut Vec<(ServiceKey, Event)>,
+    ) -> SyncRecord {
+        let mut record = SyncRecord::new(at, key.clone(), MIRRORING_CONTROLLER);
+        let error = match prepared {
+            Prepared::Stale => {
+                record.outcome = SyncOutcome::Stale;
+                Some(STALE_MESSAGE.to_string())
+            }
+            Prepared::Plan(mut plan) => {
+                let outcome = apply_plan(sink, &mut plan);
+                for w in &outcome.records {
+                    if let Object::EndpointSlice(slice) = &w.object {
+                        match w.verb {
+                            Verb::Delete => self.tracker.expect_deletion(slice),
+                            Verb::Create | Verb::Update => self.tracker.update(slice),
+                        }
+                    }
+                }
+                events.extend(plan.events.into_iter().map(|e| (key.clone(), e)));
+                let error = outcome.error_message();
+                record.writes = outcome.records;
+                if error.is_some() {
+                    record.outcome = SyncOutcome::Error;
+                }
+                error
+            }
+        };
+        match error {
+            None => self.queue.forget(key),
+            Some(message) => {
+                record.dropped = matches!(self.queue.retry_or_drop(key), RetryDecision::Dropped);
+                record.message = Some(message);
+            }
+        }
+        self.queue.done(key);
+        record
+    }
+}
