@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use smallvec::SmallVec;
 
 use super::compare::{same_port_set, text};
-use super::repack::{IpKey, port_order};
+use super::repack::{port_order, sort_addresses};
 use crate::model::{
     ClusterIp, ContainerPort, EndpointAddress, EndpointSubset, EndpointsPort, IpFamily, Name, Pod,
     Service, TargetRef, intern,
@@ -23,7 +23,6 @@ static EMPTY: LazyLock<Name> = LazyLock::new(|| intern(""));
 struct Entry<'a> {
     pod: &'a Pod,
     ip: IpAddr,
-    key: IpKey,
     ready: bool,
     /// Index into `Desired::port_sets`.
     ports: u32,
@@ -146,7 +145,6 @@ impl<'a> Desired<'a> {
             desired.entries.push(Entry {
                 pod,
                 ip,
-                key: IpKey::of_ip(&ip),
                 ready: service.publish_not_ready_addresses || pod.ready,
                 ports: set,
             });
@@ -161,29 +159,17 @@ impl<'a> Desired<'a> {
         if entries.is_empty() {
             return;
         }
-        let mut order: Vec<(u128, u32)> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.key.head(), i as u32))
-            .collect();
-        order.sort_unstable_by(|a, b| {
-            a.0.cmp(&b.0).then_with(|| {
-                let (x, y) = (&entries[a.1 as usize], &entries[b.1 as usize]);
-                x.key
-                    .cmp(&y.key)
-                    .then_with(|| x.pod.meta.uid.as_str().cmp(y.pod.meta.uid.as_str()))
-                    .then(a.1.cmp(&b.1))
-            })
-        });
+        let order = sort_addresses(
+            entries.len(),
+            |i| entries[i as usize].ip,
+            |i| entries[i as usize].pod.meta.uid.as_str(),
+        );
         // Runs of one identity (IP and pod UID): duplicates collapse into their first pod.
         let mut runs: Vec<(u32, u32)> = Vec::with_capacity(order.len());
         let mut start = 0;
         for i in 1..=order.len() {
             let same = i < order.len() && {
-                let (x, y) = (
-                    &entries[order[start].1 as usize],
-                    &entries[order[i].1 as usize],
-                );
+                let (x, y) = (&entries[order[start] as usize], &entries[order[i] as usize]);
                 x.ip == y.ip && x.pod.meta.uid == y.pod.meta.uid
             };
             if !same {
@@ -225,7 +211,7 @@ impl<'a> Desired<'a> {
             for &(from, to) in &runs {
                 let mut first = None;
                 let mut ready = true;
-                for &(_, i) in &order[from as usize..to as usize] {
+                for &i in &order[from as usize..to as usize] {
                     let e = &entries[i as usize];
                     if in_class(e) {
                         // Not ready under this port anywhere wins over ready.
@@ -235,7 +221,7 @@ impl<'a> Desired<'a> {
                 }
                 // The record is the identity's first pod, whichever ports it serves.
                 if first.is_some() {
-                    let rep = order[from as usize].1;
+                    let rep = order[from as usize];
                     if ready {
                         group.ready.push(rep);
                     } else {
@@ -304,20 +290,30 @@ impl<'a> Desired<'a> {
                 .all(|(&i, a)| self.same_address(&self.entries[i as usize], a))
     }
 
-    /// The address an entry gives equals `a`, the target's resourceVersion aside.
+    /// The address an entry gives equals `a`, the target's resourceVersion aside. Names are compared
+    /// as `Name`s, so that interned ones (kind, namespace, node) compare by pointer.
     fn same_address(&self, e: &Entry, a: &EndpointAddress) -> bool {
         let pod = e.pod;
+        // An absent string field equals an empty one.
+        let same = |have: &Option<Name>, want: &Name| {
+            have.as_ref().map_or(want.is_empty(), |have| have == want)
+        };
         let node = pod.node_name.as_ref().unwrap_or(&EMPTY);
         matches!(&a.ip, crate::model::Address::Ip(ip) if *ip == e.ip)
-            && text(&a.hostname) == hostname(self.service, pod).map_or("", |h| h.as_str())
             && a.node_name.as_ref() == Some(node)
             && a.target_ref.as_ref().is_some_and(|t| {
-                text(&t.kind) == "Pod"
-                    && text(&t.namespace) == pod.meta.namespace.as_str()
-                    && text(&t.name) == pod.meta.name.as_str()
-                    && text(&t.uid) == pod.meta.uid.as_str()
+                same(&t.uid, &pod.meta.uid)
+                    && same(&t.name, &pod.meta.name)
+                    && same(&t.namespace, &pod.meta.namespace)
+                    && same(&t.kind, &POD_KIND)
                     && text(&t.api_version).is_empty()
             })
+            && {
+                // Not a comparison of two (usually empty) strs: libc's memcmp of zero bytes costs
+                // more than all the rest of this function together.
+                let have = a.hostname.as_ref().filter(|h| !h.is_empty());
+                have == hostname(self.service, pod)
+            }
     }
 
     fn address(&self, i: u32) -> EndpointAddress {

@@ -102,12 +102,10 @@ pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
     }
 
     plan.truncated = capacity::truncate(&mut desired.groups);
-    let subsets = desired.to_subsets();
     let labels = endpoints_labels(service);
     let base = input.current.map(|c| &c.meta.annotations);
     let annotations = endpoints_annotations(base, input.trigger_time, plan.truncated);
-
-    plan.write = Some(match input.current {
+    let write = match input.current {
         None => EndpointsWrite::Create(Endpoints {
             meta: Meta {
                 namespace: service.meta.namespace.clone(),
@@ -116,23 +114,28 @@ pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
                 annotations,
                 ..Meta::default()
             },
-            subsets,
+            subsets: desired.to_subsets(),
         }),
-        Some(current) => {
-            // Upstream sends this update whenever its check above fails, which for an object over
-            // capacity is every sync; an update that would store exactly what is there is dropped.
+        // Upstream sends this update whenever its check above fails, which for an object over
+        // capacity is every sync; an update that would store exactly what is there is dropped.
+        Some(current)
             if current.meta.labels == labels
                 && current.meta.annotations == annotations
-                && same_subsets(&current.subsets, &subsets)
-            {
-                return plan;
-            }
+                && desired.same_as(&current.subsets) =>
+        {
+            return plan;
+        }
+        Some(current) => {
             let mut meta = current.meta.clone();
             meta.labels = labels;
             meta.annotations = annotations;
-            EndpointsWrite::Update(Endpoints { meta, subsets })
+            EndpointsWrite::Update(Endpoints {
+                meta,
+                subsets: desired.to_subsets(),
+            })
         }
-    });
+    };
+    plan.write = Some(write);
     plan
 }
 

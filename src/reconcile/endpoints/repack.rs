@@ -12,6 +12,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::net::IpAddr;
+use std::sync::LazyLock;
 
 use ahash::RandomState;
 
@@ -27,26 +28,7 @@ impl IpKey {
     pub(crate) fn of_ip(ip: &IpAddr) -> IpKey {
         let mut out = [0u8; 40];
         match ip {
-            IpAddr::V4(v4) => {
-                // The common case, formatted by hand: this runs once per pod per sync.
-                let mut i = 0;
-                for (n, &o) in v4.octets().iter().enumerate() {
-                    if n > 0 {
-                        out[i] = b'.';
-                        i += 1;
-                    }
-                    if o >= 100 {
-                        out[i] = b'0' + o / 100;
-                        i += 1;
-                    }
-                    if o >= 10 {
-                        out[i] = b'0' + (o / 10) % 10;
-                        i += 1;
-                    }
-                    out[i] = b'0' + o % 10;
-                    i += 1;
-                }
-            }
+            IpAddr::V4(v4) => write_v4(v4.octets(), &mut out),
             IpAddr::V6(v6) => {
                 let mut w = FixedWriter {
                     buf: &mut out,
@@ -72,11 +54,38 @@ impl IpKey {
         }
     }
 
-    /// The first 16 bytes as one integer: enough to order most IPv4 addresses in one comparison.
-    pub(crate) fn head(&self) -> u128 {
+    /// The first 16 bytes of the key as one integer: all of an IPv4 address's text, the start of
+    /// an IPv6 one's.
+    pub(crate) fn head_of(ip: &IpAddr) -> u128 {
         let mut head = [0u8; 16];
-        head.copy_from_slice(&self.0[..16]);
+        match ip {
+            IpAddr::V4(v4) => {
+                write_v4(v4.octets(), &mut head);
+            }
+            IpAddr::V6(_) => head.copy_from_slice(&IpKey::of_ip(ip).0[..16]),
+        }
         u128::from_be_bytes(head)
+    }
+}
+
+/// Writes dotted-quad text by hand: this runs once per pod per sync. At most 15 bytes.
+fn write_v4(octets: [u8; 4], out: &mut [u8]) {
+    let mut i = 0;
+    for (n, o) in octets.into_iter().enumerate() {
+        if n > 0 {
+            out[i] = b'.';
+            i += 1;
+        }
+        if o >= 100 {
+            out[i] = b'0' + o / 100;
+            i += 1;
+        }
+        if o >= 10 {
+            out[i] = b'0' + (o / 10) % 10;
+            i += 1;
+        }
+        out[i] = b'0' + o % 10;
+        i += 1;
     }
 }
 
@@ -95,6 +104,81 @@ impl Write for FixedWriter<'_> {
         self.len = end;
         Ok(())
     }
+}
+
+/// The rank of each octet's decimal text among those of 0..=255 in byte order ("0" < "1" < "10" <
+/// "100" < ... < "99"). Since '.' sorts before every digit, comparing two IPv4 texts byte-wise is
+/// comparing their octets' ranks in turn.
+static OCTET_RANK: LazyLock<[u8; 256]> = LazyLock::new(|| {
+    let mut texts: Vec<(String, u8)> = (0..=255u8).map(|o| (o.to_string(), o)).collect();
+    texts.sort();
+    let mut rank = [0u8; 256];
+    for (r, (_, o)) in texts.into_iter().enumerate() {
+        rank[usize::from(o)] = r as u8;
+    }
+    rank
+});
+
+/// The canonical order of `n` addresses (by IP text, then target UID, then index): the indices in
+/// order. `ip` and `uid` give each one's IP and target UID.
+pub(crate) fn sort_addresses<'a>(
+    n: usize,
+    ip: impl Fn(u32) -> IpAddr,
+    uid: impl Fn(u32) -> &'a str,
+) -> Vec<u32> {
+    let all_v4 = (0..n as u32).all(|i| ip(i).is_ipv4());
+    if all_v4 {
+        // One u64 per address: the octet ranks, then the index.
+        let rank = &*OCTET_RANK;
+        let mut keys: Vec<u64> = (0..n as u32)
+            .map(|i| {
+                let o = match ip(i) {
+                    IpAddr::V4(v4) => v4.octets(),
+                    IpAddr::V6(_) => [0; 4],
+                };
+                let r = u32::from_be_bytes(o.map(|b| rank[usize::from(b)]));
+                (u64::from(r) << 32) | u64::from(i)
+            })
+            .collect();
+        keys.sort_unstable();
+        let mut order: Vec<u32> = keys.iter().map(|k| *k as u32).collect();
+        // One IP for several pods (host network): by UID, then index.
+        let mut i = 0;
+        while i < keys.len() {
+            let j = i + keys[i..]
+                .iter()
+                .take_while(|k| *k >> 32 == keys[i] >> 32)
+                .count();
+            if j - i > 1 {
+                order[i..j].sort_by(|a, b| uid(*a).cmp(uid(*b)).then(a.cmp(b)));
+            }
+            i = j;
+        }
+        return order;
+    }
+    // Any IPv6: by the full text. The first 16 bytes decide most comparisons.
+    let mut keys: Vec<(u128, u32)> = (0..n as u32).map(|i| (IpKey::head_of(&ip(i)), i)).collect();
+    keys.sort_unstable();
+    let mut i = 0;
+    while i < keys.len() {
+        let j = i + keys[i..].iter().take_while(|k| k.0 == keys[i].0).count();
+        if j - i > 1 {
+            let mut run: Vec<(IpKey, u32)> = keys[i..j]
+                .iter()
+                .map(|&(_, k)| (IpKey::of_ip(&ip(k)), k))
+                .collect();
+            run.sort_unstable_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| uid(a.1).cmp(uid(b.1)))
+                    .then(a.1.cmp(&b.1))
+            });
+            for (slot, (_, k)) in keys[i..j].iter_mut().zip(run) {
+                slot.1 = k;
+            }
+        }
+        i = j;
+    }
+    keys.into_iter().map(|(_, k)| k).collect()
 }
 
 fn uid_of(a: &EndpointAddress) -> Option<&str> {

@@ -374,3 +374,60 @@ fn leftovers_spare_leader_records_and_existing_services() {
     assert_eq!(plans[0].service_key, "kube-system/gone");
     assert!(matches!(plans[0].write, Some(EndpointsWrite::Delete(_))));
 }
+
+#[test]
+fn a_pod_turning_unready_is_written() {
+    let svc = service(vec![port("http", TargetPort::Number(8080))]);
+    let mut pods: Vec<Pod> = (0..5u32)
+        .map(|i| pod(&format!("p{i}"), &format!("10.0.0.{i}"), true, &[]))
+        .collect();
+    let mut current = written(&plan(&svc, &pods, None)).clone();
+    current.meta.resource_version = intern("3");
+    pods[2].ready = false;
+    let p = plan(&svc, &pods, Some(&current));
+    let e = written(&p);
+    assert_eq!(ips(&e.subsets[0].not_ready_addresses), ["10.0.0.2"]);
+}
+
+#[test]
+fn address_order_is_the_ip_text_byte_wise() {
+    // A spread of IPv4 addresses whose octets cover one-, two- and three-digit texts, then the same
+    // with IPv6 addresses mixed in (the other sorting path).
+    let mut ips: Vec<IpAddr> = (0..3000u32)
+        .map(|i| {
+            let x = i.wrapping_mul(2_654_435_761);
+            IpAddr::from([
+                (x >> 24) as u8 % 12,
+                (x >> 16) as u8,
+                (x >> 8) as u8,
+                x as u8,
+            ])
+        })
+        .collect();
+    ips.push(ips[17]);
+    let uids: Vec<String> = (0..ips.len())
+        .map(|i| format!("uid-{}", 9999 - i))
+        .collect();
+    let check = |ips: &[IpAddr]| {
+        let order = repack::sort_addresses(
+            ips.len(),
+            |i| ips[i as usize],
+            |i| uids[i as usize].as_str(),
+        );
+        let mut want: Vec<u32> = (0..ips.len() as u32).collect();
+        want.sort_by(|a, b| {
+            let (x, y) = (*a as usize, *b as usize);
+            ips[x]
+                .to_string()
+                .cmp(&ips[y].to_string())
+                .then(uids[x].cmp(&uids[y]))
+        });
+        assert_eq!(order, want);
+    };
+    check(&ips);
+    for i in (0..ips.len()).step_by(7) {
+        let x = i as u16;
+        ips[i] = IpAddr::from([0xfd00, 0x10, 0x244, x % 3, 0, 0, x / 7, x]);
+    }
+    check(&ips);
+}
