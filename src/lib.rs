@@ -4,6 +4,7 @@
 //! adapter, the only module that knows Kubernetes API types.
 
 pub mod change;
+pub mod controllers;
 pub mod engine;
 pub mod index;
 pub mod kube;

@@ -6,13 +6,13 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::{Value, json};
 
+use sliced::controllers::Controllers;
 use sliced::engine::EngineOptions;
 use sliced::kube::convert::object_to_json;
 use sliced::kube::events::load_events_file;
 use sliced::reconcile::Options;
 use sliced::replay::{ReplayOptions, ReplayResult, format_seconds, replay};
 use sliced::sink::Verb;
-use sliced::snapshot::Controllers;
 
 pub struct ReplayArgs<'a> {
     pub events: &'a str,

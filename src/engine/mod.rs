@@ -14,13 +14,13 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use crate::change::Change;
+use crate::controllers::Controllers;
 use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
 use crate::model::{EndpointSlice, Name, Node};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Options};
 use crate::sink::apply::AppliedWrite;
-use crate::snapshot::Controllers;
 use crate::tracker::{self, EndpointSliceTracker, TriggerTimeTracker};
 
 pub use endpoints::ENDPOINTS_CONTROLLER;
