@@ -8,9 +8,10 @@ use std::time::Duration;
 use ahash::RandomState;
 use dashmap::DashMap;
 
+use super::incremental::ChangeLog;
 use super::sync::{SyncOutcome, SyncRecord};
 use crate::index::{Index, ServiceKey};
-use crate::model::{Endpoints, Name, Pod, ServiceType};
+use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp};
 use crate::queue::{Clock, QueueConfig, RetryDecision, WorkQueue};
 use crate::reconcile::Event;
 use crate::reconcile::endpoints::{self, ANNOTATION_LEADER, EndpointsInput, EndpointsPlan};
@@ -58,6 +59,9 @@ pub(super) struct EndpointsController {
     /// `--endpoint-updates-batch-period`: the delay of pod-triggered syncs.
     batch_period: Duration,
     triggers: TriggerTimeTracker,
+    /// The pods changed since each service's last trigger-time computation: a pod event in a
+    /// 5,000-pod service then costs a look at that pod, not at all 5,000.
+    changes: ChangeLog,
     /// The resourceVersion an update replaced, per service: a cache still showing it is stale.
     stale_versions: DashMap<ServiceKey, Name, RandomState>,
 }
@@ -74,6 +78,7 @@ impl EndpointsController {
             queue: WorkQueue::new(QueueConfig::controller_default(), clock),
             batch_period,
             triggers: TriggerTimeTracker::new(),
+            changes: ChangeLog::default(),
             stale_versions: DashMap::default(),
         }
     }
@@ -85,10 +90,12 @@ impl EndpointsController {
     }
 
     pub fn service_changed(&self, key: ServiceKey) {
+        self.changes.force_full(&key);
         self.queue.add(key);
     }
 
-    pub fn pod_changed(&self, key: ServiceKey) {
+    pub fn pod_changed(&self, key: ServiceKey, pod: &Name) {
+        self.changes.pod_changed(&key, pod);
         self.queue.add_after(key, self.batch_period);
     }
 
@@ -104,6 +111,7 @@ impl EndpointsController {
     pub fn prepare(&self, index: &Index, store: &EndpointsStore, key: &ServiceKey) -> Prepared {
         let Some(service) = index.services().get(&key.namespace, &key.name) else {
             self.triggers.delete_service(&key.namespace, &key.name);
+            self.changes.forget(key);
             self.stale_versions.remove(key);
             return Prepared::Plan(endpoints::sync_deleted(&key.namespace, &key.name));
         };
@@ -112,9 +120,7 @@ impl EndpointsController {
         }
         let pods: Vec<Arc<Pod>> = index.members(key);
         let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
-        let trigger_time = self
-            .triggers
-            .compute(&key.namespace, &key.name, &service, &pod_refs);
+        let trigger_time = self.trigger_time(index, key, &service, &pod_refs);
         let current = store.get(key);
         if let Some(current) = &current
             && self
@@ -130,6 +136,46 @@ impl EndpointsController {
             current: current.as_deref(),
             trigger_time,
         }))
+    }
+
+    /// The trigger time of this sync, from the changed pods alone when only pods changed.
+    fn trigger_time(
+        &self,
+        index: &Index,
+        key: &ServiceKey,
+        service: &Service,
+        pods: &[&Pod],
+    ) -> Option<Timestamp> {
+        let changes = self.changes.take(key);
+        // The tracker's state moves with every computation, whatever the sync's outcome.
+        self.changes.synced(key);
+        if !changes.full
+            && let Some(selector) = &service.selector
+        {
+            let current: Vec<(Name, Option<Arc<Pod>>)> = changes
+                .pods
+                .into_iter()
+                .map(|name| {
+                    let pod = index
+                        .pods()
+                        .get(&key.namespace, &name)
+                        .filter(|p| p.meta.labels.matches(selector));
+                    (name, pod)
+                })
+                .collect();
+            let changed: Vec<(Name, Option<&Pod>)> = current
+                .iter()
+                .map(|(n, p)| (n.clone(), p.as_deref()))
+                .collect();
+            if let Some(time) =
+                self.triggers
+                    .compute_changed(&key.namespace, &key.name, service, &changed)
+            {
+                return time;
+            }
+        }
+        self.triggers
+            .compute(&key.namespace, &key.name, service, pods)
     }
 
     /// Applies a prepared sync and feeds its result back to the queue. The caller feeds the write

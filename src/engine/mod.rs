@@ -277,7 +277,7 @@ impl Engine {
     fn queue_for_projection(&self, projection: &PodProjection, pod: &Name) {
         for key in self.index.services_to_update(projection) {
             if let Some(controller) = &self.endpoints {
-                controller.pod_changed(key.clone());
+                controller.pod_changed(key.clone(), pod);
             }
             if self.options.controllers.endpointslice {
                 self.changes.pod_changed(&key, pod);
