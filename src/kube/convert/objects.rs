@@ -145,7 +145,9 @@ fn service_port(i: usize, p: &core::ServicePort) -> Result<ServicePort, ConvertE
 }
 
 pub fn pod_from_k8s(pod: &core::Pod) -> Result<Pod, ConvertError> {
-    let meta = meta_from_k8s(&pod.metadata, POD)?;
+    let mut meta = meta_from_k8s(&pod.metadata, POD)?;
+    // No controller reads a pod's annotations, and real pods carry many: not kept.
+    meta.annotations = Default::default();
     let default_spec = core::PodSpec::default();
     let spec = pod.spec.as_ref().unwrap_or(&default_spec);
     let default_status = core::PodStatus::default();
