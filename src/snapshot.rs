@@ -1,7 +1,7 @@
 //! One sync of every service over a snapshot of a cluster, as a controller that has just started
 //! would do it: the offline form of the controller behind `sliced reconcile`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use ahash::RandomState;
@@ -10,6 +10,7 @@ pub use crate::controllers::Controllers;
 use crate::index::{Index, ServiceKey};
 use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service, keys};
 use crate::reconcile::endpoints::{self, EndpointsInput};
+use crate::reconcile::mirroring::{self, MirrorInput};
 use crate::reconcile::slices::{SyncInput, reconcile};
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Options};
@@ -78,13 +79,32 @@ pub fn reconcile_snapshot(snapshot: &Snapshot, options: &Options, seed: u64) -> 
     reconcile_snapshot_with(snapshot, options, Controllers::ENDPOINTSLICE, seed)
 }
 
-/// Reconciles every service of the snapshot once, in namespace/name order, against the objects
-/// that exist, writing into an in-memory API server seeded with `seed`. Per service the selected
-/// controllers run in turn: its EndpointSlices, then its Endpoints. Then, as a controller that has
-/// just started, the Endpoints controller deletes the Endpoints whose Service is gone.
+/// [`reconcile_snapshot_full`] with the mirroring controller's default options.
 pub fn reconcile_snapshot_with(
     snapshot: &Snapshot,
     options: &Options,
+    controllers: Controllers,
+    seed: u64,
+) -> SnapshotResult {
+    reconcile_snapshot_full(
+        snapshot,
+        options,
+        &mirroring::Options::default(),
+        controllers,
+        seed,
+    )
+}
+
+/// Reconciles every service of the snapshot once, in namespace/name order, against the objects
+/// that exist, writing into an in-memory API server seeded with `seed`. Per service the selected
+/// controllers run in turn: its EndpointSlices, then its Endpoints. Then, as a controller that has
+/// just started, the Endpoints controller deletes the Endpoints whose Service is gone. Last, the
+/// mirroring controller, also just started, syncs every key it would be handed (see
+/// [`sync_mirroring`]).
+pub fn reconcile_snapshot_full(
+    snapshot: &Snapshot,
+    options: &Options,
+    mirroring_options: &mirroring::Options,
     controllers: Controllers,
     seed: u64,
 ) -> SnapshotResult {
@@ -159,7 +179,7 @@ pub fn reconcile_snapshot_with(
         }
     }
     if controllers.mirroring {
-        sync_mirroring(&sink, snapshot, &mut result);
+        sync_mirroring(&sink, &index, snapshot, mirroring_options, &mut result);
     }
     result.writes = sink.take_writes();
     result.objects = sink.objects();
@@ -224,9 +244,87 @@ impl SliceController<'_> {
     }
 }
 
-/// The hook for the EndpointSlice mirroring controller, which mirrors the custom Endpoints of
-/// selector-less Services into EndpointSlices. It is not built yet: selecting it does nothing.
-fn sync_mirroring(_sink: &MemorySink, _snapshot: &Snapshot, _result: &mut SnapshotResult) {}
+/// The EndpointSlice mirroring controller that has just started: the custom Endpoints of
+/// selector-less Services mirrored into EndpointSlices. It syncs every key its informers would hand
+/// it, in namespace/name order: each Endpoints, each Service without a selector, and the
+/// service-name label of each slice it manages, so that slices whose Endpoints or Service is gone
+/// (or no longer mirrored) are deleted. It runs after the other controllers, so it sees the
+/// Endpoints the Endpoints controller wrote or deleted; those of selector Services are not
+/// mirrored ([`mirroring::decide`]).
+fn sync_mirroring(
+    sink: &MemorySink,
+    index: &Index,
+    snapshot: &Snapshot,
+    options: &mirroring::Options,
+    result: &mut SnapshotResult,
+) {
+    // What the listers hold when the pass starts. Each key's sync writes only the slices labelled
+    // with its own name, so this is also what each sync would list.
+    let mut keys: BTreeMap<(Name, Name), MirrorKey> = BTreeMap::new();
+    for object in sink.objects() {
+        match object {
+            Object::Endpoints(endpoints) => {
+                let key = (
+                    endpoints.meta.namespace.clone(),
+                    endpoints.meta.name.clone(),
+                );
+                keys.entry(key).or_default().endpoints = Some(Arc::unwrap_or_clone(endpoints));
+            }
+            // Upstream lists by label without looking at deletionTimestamp: a mirrored slice being
+            // deleted is passed too.
+            Object::EndpointSlice(slice) if mirroring::is_mirrored(&slice) => {
+                let Some(service) = slice.service_name().cloned() else {
+                    continue;
+                };
+                let key = (slice.meta.namespace.clone(), service);
+                keys.entry(key)
+                    .or_default()
+                    .slices
+                    .push(Arc::unwrap_or_clone(slice));
+            }
+            _ => {}
+        }
+    }
+    for service in &snapshot.services {
+        if service.selector.is_none() {
+            let key = (service.meta.namespace.clone(), service.meta.name.clone());
+            keys.entry(key).or_default();
+        }
+    }
+
+    for ((namespace, name), state) in keys {
+        // The index holds the last of several inputs of one name, as the sink does.
+        let service = index.services().get(&namespace, &name);
+        let slices: Vec<&EndpointSlice> = state.slices.iter().collect();
+        let mut plan = mirroring::reconcile(&MirrorInput {
+            namespace: &namespace,
+            name: &name,
+            service: service.as_deref(),
+            endpoints: state.endpoints.as_ref(),
+            slices: &slices,
+            options,
+        });
+        let key = plan.service_key.clone();
+        result
+            .events
+            .extend(plan.events.iter().map(|e| (key.clone(), e.clone())));
+        // Upstream's mirroring controller records no event when a sync fails; it retries.
+        if let Some(message) = apply_plan(sink, &mut plan).error_message() {
+            result.errors.push(SyncError {
+                service: key,
+                message,
+            });
+        }
+    }
+}
+
+/// What the mirroring controller's listers hold for one key.
+#[derive(Default)]
+struct MirrorKey {
+    endpoints: Option<Endpoints>,
+    /// Its mirrored slices, in name order.
+    slices: Vec<EndpointSlice>,
+}
 
 /// One sync of one service's Endpoints.
 fn sync_endpoints(

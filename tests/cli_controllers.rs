@@ -64,7 +64,7 @@ fn one_controller_alone() {
     assert_eq!(kinds(&doc["writes"]), ["Endpoints"]);
     let doc = json(&["--controllers", "endpointslice"]);
     assert_eq!(kinds(&doc["writes"]), ["EndpointSlice"]);
-    // Mirroring is accepted; it has nothing to do in this build.
+    // The example has no custom Endpoints: mirroring alone has nothing to write.
     let doc = json(&["--controllers", "mirroring"]);
     assert_eq!(doc["writes"], Value::Array(Vec::new()));
 }
@@ -99,4 +99,24 @@ fn unknown_controller_exits_2_naming_it() {
         "{err}"
     );
     assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn mirroring_max_endpoints_per_subset_is_at_least_1() {
+    for bad in ["0", "-1", "many"] {
+        let flag = format!("--mirroring-max-endpoints-per-subset={bad}");
+        let out = sliced(&["reconcile", &flag, "-f", EXAMPLE]);
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("--mirroring-max-endpoints-per-subset"),
+            "{err}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    // Accepted, and without custom Endpoints it changes nothing.
+    assert_eq!(
+        json(&["--mirroring-max-endpoints-per-subset", "1"]),
+        json(&[])
+    );
 }

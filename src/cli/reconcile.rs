@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 
 use sliced::kube::convert::object_to_json;
 use sliced::kube::manifest::{self, Manifest};
-use sliced::reconcile::Options;
+use sliced::reconcile::{Options, mirroring};
 use sliced::sink::Kind;
 use sliced::sink::Object;
-use sliced::snapshot::{Controllers, SnapshotResult, reconcile_snapshot_with};
+use sliced::snapshot::{Controllers, SnapshotResult, reconcile_snapshot_full};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
@@ -28,6 +28,10 @@ pub struct ReconcileArgs {
     /// The most endpoints one EndpointSlice holds, as kube-controller-manager's flag.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     max_endpoints_per_slice: u32,
+    /// The most addresses of one Endpoints subset the mirroring controller mirrors, as
+    /// kube-controller-manager's flag.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    mirroring_max_endpoints_per_subset: u32,
     /// Honour the PreferSameZone and PreferSameNode traffic distributions.
     #[arg(long)]
     prefer_same_traffic_distribution: bool,
@@ -78,7 +82,16 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
         prefer_same_traffic_distribution: args.prefer_same_traffic_distribution,
     };
-    let result = reconcile_snapshot_with(&manifest.objects, &options, controllers, args.seed);
+    let mirroring_options = mirroring::Options {
+        max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
+    };
+    let result = reconcile_snapshot_full(
+        &manifest.objects,
+        &options,
+        &mirroring_options,
+        controllers,
+        args.seed,
+    );
     let text = match args.output {
         Format::Json => render_json(&result)?,
         Format::Yaml => render_yaml(&result)?,
