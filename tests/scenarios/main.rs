@@ -18,9 +18,13 @@
 //! - `rerun-writes`: for a scenario that is not idempotent, the EndpointSlice writes by verb of the
 //!   second run; `endpoints-rerun-writes` the same for Endpoints (default: none).
 //!
-//! Besides what a scenario states, every run must order each service's slice writes as upstream
-//! does: per address type creates, then updates, then deletes; and the deletes of slices whose
-//! address type the service no longer has after all its other writes.
+//! Besides what a scenario states, every run must order each controller's slice writes as upstream
+//! does. The EndpointSlice controller's (managed-by `endpointslice-controller.k8s.io`): per service
+//! and address type creates, then updates, then deletes; and the deletes of slices whose address
+//! type the service no longer has after all its other writes. The mirroring controller's
+//! (`endpointslicemirroring-controller.k8s.io`), whose address types come from the Endpoints and
+//! not the Service: per Endpoints key creates of every address type, then updates, then deletes;
+//! and every slice it creates or updates is labelled with, and owned by, the Endpoints of its key.
 
 mod generate;
 mod matcher;
@@ -31,6 +35,10 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 const CONFIG_NAME: &str = "sliced-scenario";
+const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
+const SERVICE_NAME: &str = "kubernetes.io/service-name";
+const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
+const MIRRORING_CONTROLLER: &str = "endpointslicemirroring-controller.k8s.io";
 
 struct Scenario {
     path: PathBuf,
@@ -148,13 +156,35 @@ fn service_address_types(s: &Scenario, namespace: &str, name: &str) -> Option<Ve
     })
 }
 
-/// Deletes of slices of an address type the service no longer has come after its other writes.
-fn check_unsupported_last(s: &Scenario, writes: &[Value]) {
-    let mut done_with: Vec<String> = Vec::new();
+/// The EndpointSlice writes of the controller whose managed-by value is `manager`.
+fn slice_writes_of<'a>(writes: &'a [Value], manager: &'a str) -> impl Iterator<Item = &'a Value> {
+    writes.iter().filter(move |w| {
+        w["object"]["kind"] == "EndpointSlice"
+            && w["object"]["metadata"]["labels"][MANAGED_BY] == manager
+    })
+}
+
+/// Every slice write is labelled with the managed-by value of a controller sliced replaces, so
+/// that the checks below see all of them.
+fn check_managers(s: &Scenario, writes: &[Value]) {
     for w in writes
         .iter()
         .filter(|w| w["object"]["kind"] == "EndpointSlice")
     {
+        let manager = &w["object"]["metadata"]["labels"][MANAGED_BY];
+        assert!(
+            *manager == ENDPOINTSLICE_CONTROLLER || *manager == MIRRORING_CONTROLLER,
+            "{}: a write of a slice managed by {manager}: {w:#}",
+            s.path.display()
+        );
+    }
+}
+
+/// The EndpointSlice controller: deletes of slices of an address type the service no longer has
+/// come after its other writes.
+fn check_unsupported_last(s: &Scenario, writes: &[Value]) {
+    let mut done_with: Vec<String> = Vec::new();
+    for w in slice_writes_of(writes, ENDPOINTSLICE_CONTROLLER) {
         let o = &w["object"];
         let ns = o["metadata"]["namespace"].as_str().unwrap_or("default");
         let svc = o["metadata"]["labels"]["kubernetes.io/service-name"]
@@ -177,7 +207,9 @@ fn check_unsupported_last(s: &Scenario, writes: &[Value]) {
     }
 }
 
-/// Within one service and address type: creates, then updates, then deletes.
+/// Creates, then updates, then deletes: for the EndpointSlice controller within one service and
+/// address type, for the mirroring controller within one Endpoints key, across address types
+/// (upstream's mirroring `finalize` writes every create before any update).
 fn check_order(s: &Scenario, writes: &[Value]) {
     let rank = |v: &Value| match v.as_str() {
         Some("create") => 0,
@@ -185,18 +217,20 @@ fn check_order(s: &Scenario, writes: &[Value]) {
         _ => 2,
     };
     let mut last: Vec<(String, i32)> = Vec::new();
-    for w in writes
-        .iter()
-        .filter(|w| w["object"]["kind"] == "EndpointSlice")
-    {
+    let slice_writes = slice_writes_of(writes, ENDPOINTSLICE_CONTROLLER)
+        .map(|w| (w, false))
+        .chain(slice_writes_of(writes, MIRRORING_CONTROLLER).map(|w| (w, true)));
+    for (w, mirrored) in slice_writes {
         let o = &w["object"];
         let key = format!(
             "{}/{}/{}",
             o["metadata"]["namespace"].as_str().unwrap_or(""),
-            o["metadata"]["labels"]["kubernetes.io/service-name"]
-                .as_str()
-                .unwrap_or(""),
-            o["addressType"].as_str().unwrap_or("")
+            o["metadata"]["labels"][SERVICE_NAME].as_str().unwrap_or(""),
+            if mirrored {
+                MIRRORING_CONTROLLER
+            } else {
+                o["addressType"].as_str().unwrap_or("")
+            }
         );
         let r = rank(&w["verb"]);
         match last.iter_mut().find(|(k, _)| *k == key) {
@@ -210,6 +244,41 @@ fn check_order(s: &Scenario, writes: &[Value]) {
             }
             None => last.push((key, r)),
         }
+    }
+}
+
+/// The mirroring controller: a slice it creates or updates carries the name of an Endpoints of
+/// the scenario as its service-name label and an owner reference to that Endpoints (its uid, as
+/// the controller).
+fn check_mirrored_owner(s: &Scenario, writes: &[Value]) {
+    for w in slice_writes_of(writes, MIRRORING_CONTROLLER).filter(|w| w["verb"] != "delete") {
+        let meta = &w["object"]["metadata"];
+        let ns = meta["namespace"].as_str().unwrap_or("default");
+        let name = meta["labels"][SERVICE_NAME].as_str().unwrap_or("");
+        let endpoints = s.documents.iter().find(|d| {
+            d["kind"] == "Endpoints"
+                && d["metadata"]["name"] == name
+                && d["metadata"]["namespace"].as_str().unwrap_or("default") == ns
+        });
+        let Some(endpoints) = endpoints else {
+            panic!(
+                "{}: a mirrored slice written for {ns}/{name}, which has no Endpoints: {w:#}",
+                s.path.display()
+            );
+        };
+        let owner = json!([{
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "name": name,
+            "uid": endpoints["metadata"]["uid"].as_str().unwrap_or(""),
+            "controller": true,
+            "blockOwnerDeletion": true,
+        }]);
+        assert!(
+            meta["ownerReferences"] == owner,
+            "{}: a mirrored slice of {ns}/{name} not owned by its Endpoints: {w:#}",
+            s.path.display()
+        );
     }
 }
 
@@ -244,8 +313,10 @@ fn check_scenario(path: &Path) {
             shown()
         );
     }
+    check_managers(&s, &writes);
     check_order(&s, &writes);
     check_unsupported_last(&s, &writes);
+    check_mirrored_owner(&s, &writes);
 
     let slices: Vec<Value> = objects
         .iter()
