@@ -20,7 +20,7 @@ use sliced::reconcile::endpoints::ANNOTATION_OVER_CAPACITY as OVER_CAPACITY;
 use sliced::replay::{Action, ReplayOptions, Step, replay_with_progress};
 use sliced::sim::{self, ClusterSpec, TraceKind};
 use sliced::sink::Object;
-use sliced::snapshot::{Controllers, Snapshot, reconcile_snapshot_with};
+use sliced::snapshot::{Controllers, Snapshot, reconcile_snapshot_full};
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -179,7 +179,16 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
         prefer_same_traffic_distribution: false,
     };
-    let fresh = reconcile_snapshot_with(&final_state, &options_fresh, controllers, spec.seed);
+    let mirroring = sliced::reconcile::mirroring::Options {
+        max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
+    };
+    let fresh = reconcile_snapshot_full(
+        &final_state,
+        &options_fresh,
+        &mirroring,
+        controllers,
+        spec.seed,
+    );
     let agrees = same_content(&slices_of(&result.objects), &slices_of(&fresh.objects))
         && same_endpoints(&result.objects, &fresh.objects);
 
