@@ -66,6 +66,9 @@ pub(super) struct EndpointsController {
     stale_versions: DashMap<ServiceKey, Name, RandomState>,
 }
 
+/// Pods by name as they are now: `None` when deleted or no longer selected.
+type ChangedPods = Vec<(Name, Option<Arc<Pod>>)>;
+
 pub(super) enum Prepared {
     Nothing,
     Stale,
@@ -118,52 +121,67 @@ impl EndpointsController {
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
             return Prepared::Nothing;
         }
-        let pods: Vec<Arc<Pod>> = index.members(key);
-        let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
-        let trigger_time = self.trigger_time(index, key, &service, &pod_refs);
+        let changed = self.changed_pods(index, key, &service);
         let current = store.get(key);
-        if let Some(current) = &current
-            && self
-                .stale_versions
+        let stale = current.as_ref().is_some_and(|current| {
+            self.stale_versions
                 .get(key)
                 .is_some_and(|rv| *rv == current.meta.resource_version)
-        {
-            return Prepared::Stale;
+        });
+        // The members are borrowed, not cloned: a 5,000-pod service moves no reference count.
+        index.with_members(key, |pods| {
+            let trigger_time = self.trigger_time(key, &service, changed.as_ref(), pods);
+            if stale {
+                return Prepared::Stale;
+            }
+            Prepared::Plan(endpoints::sync(&EndpointsInput {
+                service: &service,
+                pods,
+                current: current.as_deref(),
+                trigger_time,
+            }))
+        })
+    }
+
+    /// The pods changed since the service's last trigger-time computation, as they are now (`None`
+    /// when deleted or no longer selected); `None` when the service needs a full computation.
+    fn changed_pods(
+        &self,
+        index: &Index,
+        key: &ServiceKey,
+        service: &Service,
+    ) -> Option<ChangedPods> {
+        let changes = self.changes.take(key);
+        // The tracker's state moves with every computation, whatever the sync's outcome.
+        self.changes.synced(key);
+        let selector = service.selector.as_ref()?;
+        if changes.full {
+            return None;
         }
-        Prepared::Plan(endpoints::sync(&EndpointsInput {
-            service: &service,
-            pods: &pod_refs,
-            current: current.as_deref(),
-            trigger_time,
-        }))
+        let current = changes
+            .pods
+            .into_iter()
+            .map(|name| {
+                let pod = index
+                    .pods()
+                    .get(&key.namespace, &name)
+                    .filter(|p| p.meta.labels.matches(selector));
+                (name, pod)
+            })
+            .collect();
+        Some(current)
     }
 
     /// The trigger time of this sync, from the changed pods alone when only pods changed.
     fn trigger_time(
         &self,
-        index: &Index,
         key: &ServiceKey,
         service: &Service,
+        changed: Option<&ChangedPods>,
         pods: &[&Pod],
     ) -> Option<Timestamp> {
-        let changes = self.changes.take(key);
-        // The tracker's state moves with every computation, whatever the sync's outcome.
-        self.changes.synced(key);
-        if !changes.full
-            && let Some(selector) = &service.selector
-        {
-            let current: Vec<(Name, Option<Arc<Pod>>)> = changes
-                .pods
-                .into_iter()
-                .map(|name| {
-                    let pod = index
-                        .pods()
-                        .get(&key.namespace, &name)
-                        .filter(|p| p.meta.labels.matches(selector));
-                    (name, pod)
-                })
-                .collect();
-            let changed: Vec<(Name, Option<&Pod>)> = current
+        if let Some(changed) = changed {
+            let changed: Vec<(Name, Option<&Pod>)> = changed
                 .iter()
                 .map(|(n, p)| (n.clone(), p.as_deref()))
                 .collect();

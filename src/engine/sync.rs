@@ -235,23 +235,24 @@ impl Engine {
         {
             return Prepared::Plan(plan);
         }
-        let pods: Vec<Arc<Pod>> = self.index.members(key);
-        let pod_refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
-        let trigger_time =
-            self.triggers
-                .lock()
-                .compute(&key.namespace, &key.name, &service, &pod_refs);
         let nodes = self.nodes.read().clone();
         let topology = self.topology.read();
-        Prepared::Plan(reconcile(&SyncInput {
-            service: &service,
-            pods: &pod_refs,
-            nodes: nodes.as_ref(),
-            slices: &slice_refs,
-            trigger_time,
-            topology: &topology,
-            options: &self.options.reconcile,
-        }))
+        // The members are borrowed under the namespace's read lock, not cloned.
+        self.index.with_members(key, |pods| {
+            let trigger_time =
+                self.triggers
+                    .lock()
+                    .compute(&key.namespace, &key.name, &service, pods);
+            Prepared::Plan(reconcile(&SyncInput {
+                service: &service,
+                pods,
+                nodes: nodes.as_ref(),
+                slices: &slice_refs,
+                trigger_time,
+                topology: &topology,
+                options: &self.options.reconcile,
+            }))
+        })
     }
 
     /// The plan of a sync where only some pods changed since the last successful one, computed

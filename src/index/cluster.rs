@@ -122,6 +122,16 @@ impl Index {
             .unwrap_or_default()
     }
 
+    /// Calls `f` with the pods `service` selects, in name order, borrowed under the namespace's
+    /// read lock: no reference count moves, however many pods. `f` must not touch the index (a
+    /// nested lock of the same shard could wait on a queued writer for ever).
+    pub fn with_members<R>(&self, service: &ServiceKey, f: impl FnOnce(&[&Pod]) -> R) -> R {
+        match self.namespaces.get(service.namespace.as_str()) {
+            Some(ns) => ns.with_members(&service.name, f),
+            None => f(&[]),
+        }
+    }
+
     pub fn member_count(&self, service: &ServiceKey) -> usize {
         self.namespaces
             .get(service.namespace.as_str())

@@ -62,6 +62,15 @@ impl Namespace {
             .unwrap_or_default()
     }
 
+    pub(crate) fn with_members<R>(&self, name: &str, f: impl FnOnce(&[&Pod]) -> R) -> R {
+        let pods: Vec<&Pod> = self
+            .services
+            .get(name)
+            .map(|e| e.members.values().map(|p| p.as_ref()).collect())
+            .unwrap_or_default();
+        f(&pods)
+    }
+
     pub(crate) fn member_count(&self, name: &str) -> usize {
         self.services.get(name).map_or(0, |e| e.members.len())
     }
