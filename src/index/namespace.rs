@@ -158,7 +158,13 @@ impl Namespace {
     fn join(&mut self, name: &Name, pod: &Arc<Pod>, services: &Matched) {
         for service in services {
             if let Some(entry) = self.services.get_mut(service) {
-                entry.members.insert(name.clone(), pod.clone());
+                // A status update replaces the pod in place: no key is cloned or dropped.
+                match entry.members.get_mut(name) {
+                    Some(member) => *member = Arc::clone(pod),
+                    None => {
+                        entry.members.insert(name.clone(), Arc::clone(pod));
+                    }
+                }
             }
         }
     }
