@@ -102,7 +102,7 @@ fn cases(s: &ServiceScenario) -> Vec<Case> {
     let mut new_pod = s.pods[PODS - 1].clone();
     new_pod.meta.name = Name::new(&format!("web-{PODS:06}"));
     new_pod.meta.uid = Name::new("00000000-0000-4000-8000-new");
-    new_pod.ips = smallvec::smallvec![IpAddr::V4(Ipv4Addr::new(10, 200, 0, 1))];
+    new_pod.ips = sliced::model::PodIps::One(IpAddr::V4(Ipv4Addr::new(10, 200, 0, 1)));
     let added_name = new_pod.meta.name.clone();
     added.push(new_pod);
 

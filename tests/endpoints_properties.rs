@@ -127,10 +127,12 @@ fn pods(specs: &[PodSpec]) -> Vec<Pod> {
             },
             has_pod_ip: s.ip != 0,
             ips: if s.ip == 0 {
-                smallvec![]
+                vec![]
             } else {
-                smallvec![IpAddr::from([10, 0, s.ip % 3, s.ip])]
-            },
+                vec![IpAddr::from([10, 0, s.ip % 3, s.ip])]
+            }
+            .into_iter()
+            .collect(),
             ready: s.ready,
             named_ports: templates[usize::from(s.template)].clone(),
             ..Pod::default()

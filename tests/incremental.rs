@@ -283,7 +283,7 @@ impl World {
                 PodPhase::Running
             },
             has_pod_ip: !ips.is_empty(),
-            ips,
+            ips: ips.into_iter().collect(),
             ready: spec.ready,
             named_ports: Arc::from(Vec::new()),
             ..Pod::default()
@@ -328,7 +328,7 @@ impl World {
                 Change::Ip(_) => {
                     let v4 = pod.ips.iter().any(|ip| ip.is_ipv4());
                     let v6 = pod.ips.iter().any(|ip| ip.is_ipv6());
-                    pod.ips = ips(next_ip, v4, v6);
+                    pod.ips = ips(next_ip, v4, v6).into_iter().collect();
                     self.next_ip += 1;
                 }
                 Change::Node(_, n) => pod.node_name = Some(intern(&format!("node-{n}"))),

@@ -157,7 +157,7 @@ fn measure(services_first: bool) -> (f64, f64) {
 fn bytes_per_pod_in_the_index() {
     let (index, total) = measure(true);
     assert!(index < 250.0, "index: {index:.0} B per pod");
-    assert!(total < 800.0, "index with pods: {total:.0} B per pod");
+    assert!(total < 480.0, "index with pods: {total:.0} B per pod");
     let (index, _) = measure(false);
     assert!(index < 250.0, "index: {index:.0} B per pod");
 }

@@ -168,7 +168,7 @@ fn pod(i: usize, spec: &PodSpec) -> Pod {
             PodPhase::Running
         },
         has_pod_ip: !ips.is_empty(),
-        ips,
+        ips: ips.into_iter().collect(),
         ready: spec.ready,
         named_ports,
         ..Pod::default()

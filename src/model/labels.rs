@@ -1,10 +1,66 @@
 //! Label and annotation maps, kept as sorted pairs: small, cheap to compare and to iterate in order.
+//!
+//! A map is an immutable shared slice. Maps built from pairs (objects as they arrive, selectors) are
+//! shared by content: the pods of one template carry the same labels, and hold one copy of them.
+
+use std::collections::HashSet;
+use std::sync::{Arc, LazyLock};
+
+use ahash::RandomState;
+use parking_lot::Mutex;
 
 use super::intern::{Name, intern};
 
+type Pairs = Arc<[(Name, Name)]>;
+
 /// A string map sorted by key. Used for labels, annotations and selectors.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Labels(Box<[(Name, Name)]>);
+pub struct Labels(Pairs);
+
+const SHARDS: usize = 16;
+
+/// One shard of the maps in use. A map only the shard holds is dropped when the shard has doubled
+/// since it was last swept, so a map lives no longer than its last user by more than that.
+struct Shard {
+    maps: HashSet<Pairs, RandomState>,
+    sweep_at: usize,
+}
+
+struct Shared {
+    shards: [Mutex<Shard>; SHARDS],
+    hasher: RandomState,
+}
+
+static SHARED: LazyLock<Shared> = LazyLock::new(|| Shared {
+    shards: std::array::from_fn(|_| {
+        Mutex::new(Shard {
+            maps: HashSet::with_hasher(RandomState::new()),
+            sweep_at: 64,
+        })
+    }),
+    hasher: RandomState::new(),
+});
+
+/// The shared copy of `pairs` (sorted, keys unique), storing it on first sight.
+fn shared(pairs: Vec<(Name, Name)>) -> Pairs {
+    if pairs.is_empty() {
+        // The empty slice takes no allocation.
+        return Pairs::default();
+    }
+    let shared = &*SHARED;
+    let shard = (shared.hasher.hash_one(pairs.as_slice()) as usize) % SHARDS;
+    let mut shard = shared.shards[shard].lock();
+    if let Some(existing) = shard.maps.get(pairs.as_slice()) {
+        return existing.clone();
+    }
+    if shard.maps.len() >= shard.sweep_at {
+        shard.maps.retain(|m| Arc::strong_count(m) > 1);
+        shard.sweep_at = (shard.maps.len() * 2).max(64);
+    }
+    let map: Pairs = pairs.into();
+    shard.maps.insert(map.clone());
+    map
+}
 
 impl Labels {
     pub fn new() -> Self {
@@ -31,7 +87,7 @@ impl Labels {
                 _ => out.push((k, val)),
             }
         }
-        Labels(out.into_boxed_slice())
+        Labels(shared(out))
     }
 
     pub fn get(&self, key: &str) -> Option<&Name> {
@@ -64,7 +120,7 @@ impl Labels {
             Ok(i) => v[i].1 = intern(value),
             Err(i) => v.insert(i, (intern(key), intern(value))),
         }
-        Labels(v.into_boxed_slice())
+        Labels(v.into())
     }
 
     /// A copy without `key`.
@@ -104,5 +160,22 @@ mod tests {
         assert!(l.matches(&Labels::new()));
         assert_eq!(l.with("a", "9").get("a").map(|n| n.as_str()), Some("9"));
         assert_eq!(l.without("a").len(), 2);
+    }
+
+    #[test]
+    fn maps_built_from_pairs_are_shared_until_unused() {
+        let a = Labels::from_pairs([("app", "shared-test"), ("tier", "web")]);
+        let b = Labels::from_pairs([("tier", "web"), ("app", "shared-test")]);
+        assert!(Arc::ptr_eq(&a.0, &b.0));
+        assert_eq!(a, b);
+        assert!(!Arc::ptr_eq(&a.0, &a.with("tier", "db").0));
+        assert_eq!(Arc::strong_count(&a.0), 3, "a, b and the shard");
+        drop((a, b));
+        // Maps nobody uses any more are swept as the shard grows.
+        for i in 0..SHARDS * 200 {
+            Labels::from_pairs([("sweep-test", i.to_string())]);
+        }
+        let live: usize = SHARED.shards.iter().map(|s| s.lock().maps.len()).sum();
+        assert!(live < SHARDS * 200, "{live} maps kept");
     }
 }

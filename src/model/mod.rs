@@ -1,11 +1,13 @@
 //! The compact model: owned types that keep only what reconciling needs. Strings are interned,
 //! IPs parsed once. Conversions from and to Kubernetes API objects live in `crate::kube`.
 
+mod compact;
 mod intern;
 mod labels;
 mod objects;
 mod slice;
 
+pub use compact::{PackedTime, PodIps, ResourceVersion, Uid};
 pub use intern::{Name, intern};
 pub use labels::Labels;
 pub use objects::*;

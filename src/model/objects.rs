@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::{Labels, Name, Timestamp};
+use super::{Labels, Name, PodIps, Timestamp};
 
 /// The identity and bookkeeping fields every stored object has.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -155,7 +155,7 @@ pub struct Pod {
     /// `status.podIP` is set, whether or not `podIPs` is.
     pub has_pod_ip: bool,
     /// `status.podIPs`, parsed.
-    pub ips: SmallVec<[IpAddr; 2]>,
+    pub ips: PodIps,
     /// The Ready condition is True.
     pub ready: bool,
     /// lastTransitionTime of the Ready condition, when there is one.

@@ -4,12 +4,12 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use smallvec::{SmallVec, smallvec};
+use smallvec::smallvec;
 
 use super::rng::{Rng, fnv, pod_suffix};
 use super::spec::ClusterSpec;
 use crate::model::{
-    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Namespace, Node, Pod, PodPhase,
+    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Namespace, Node, Pod, PodIps, PodPhase,
     Protocol, Service, ServicePort, TargetPort, Timestamp, intern, keys,
 };
 use crate::snapshot::Snapshot;
@@ -113,7 +113,7 @@ impl Deployment {
             subdomain: None,
             phase: PodPhase::Pending,
             has_pod_ip: false,
-            ips: SmallVec::new(),
+            ips: PodIps::None,
             ready: false,
             ready_transition: None,
             named_ports: Arc::clone(&self.named_ports),
@@ -131,18 +131,20 @@ pub(crate) fn timestamp(second: i64) -> Option<Timestamp> {
 }
 
 /// The addresses of the pod address at `offset`: 10.0.0.0/8 and fd00:10:244::/64.
-pub(crate) fn pod_ips(offset: u32, dual_stack: bool) -> SmallVec<[IpAddr; 2]> {
+pub(crate) fn pod_ips(offset: u32, dual_stack: bool) -> PodIps {
     let v4 = IpAddr::V4(Ipv4Addr::from(
         0x0a00_0000 | (offset.wrapping_add(1) & 0x00ff_ffff),
     ));
     if !dual_stack {
-        return smallvec![v4];
+        return PodIps::One(v4);
     }
     let prefix = 0xfd00_0010_0244_0000u128 << 64;
-    smallvec![
+    [
         v4,
-        IpAddr::V6(Ipv6Addr::from(prefix | (u128::from(offset) + 1)))
+        IpAddr::V6(Ipv6Addr::from(prefix | (u128::from(offset) + 1))),
     ]
+    .into_iter()
+    .collect()
 }
 
 /// `a`..`z`, then `aa`, `ab`, ...: zone and node name parts.

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use smallvec::smallvec;
 
 use crate::model::{
-    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Node, Pod, PodPhase, Protocol, Service,
-    ServicePort, TargetPort, Timestamp, intern, keys,
+    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Node, Pod, PodIps, PodPhase, Protocol,
+    Service, ServicePort, TargetPort, Timestamp, intern, keys,
 };
 use crate::snapshot::Snapshot;
 
@@ -85,7 +85,7 @@ fn pod(
         node_name: Some(intern(&format!("node-{node}"))),
         phase: PodPhase::Running,
         has_pod_ip: true,
-        ips: smallvec![IpAddr::V4(Ipv4Addr::from(0x0a01_0000u32 + index))],
+        ips: PodIps::One(IpAddr::V4(Ipv4Addr::from(0x0a01_0000u32 + index))),
         ready: true,
         named_ports: Arc::clone(named),
         ..Pod::default()

@@ -1,5 +1,6 @@
 //! Services, Pods, Nodes and Namespaces: read only.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as core;
@@ -173,7 +174,7 @@ pub fn pod_from_k8s(pod: &core::Pod) -> Result<Pod, ConvertError> {
         None | Some("") => None,
         Some(s) => Some(ip(s, || "status.podIP".to_owned())?),
     };
-    let mut ips = SmallVec::new();
+    let mut ips: SmallVec<[IpAddr; 2]> = SmallVec::new();
     for (i, p) in status.pod_ips.iter().flatten().enumerate() {
         ips.push(ip(&p.ip, || format!("status.podIPs[{i}].ip"))?);
     }
@@ -199,7 +200,7 @@ pub fn pod_from_k8s(pod: &core::Pod) -> Result<Pod, ConvertError> {
         subdomain: non_empty_intern(&spec.subdomain),
         phase,
         has_pod_ip: !ips.is_empty(),
-        ips,
+        ips: ips.into_iter().collect(),
         ready: ready_condition.is_some_and(|c| c.status == "True"),
         ready_transition: ready_condition.and_then(|c| time(&c.last_transition_time)),
         named_ports: named_ports(spec)?,
