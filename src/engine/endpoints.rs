@@ -12,7 +12,7 @@ use super::incremental::ChangeLog;
 use super::sync::{SyncOutcome, SyncRecord};
 use crate::index::{Index, ServiceKey};
 use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp};
-use crate::queue::{Clock, QueueConfig, RetryDecision, WorkQueue};
+use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::Event;
 use crate::reconcile::endpoints::{self, ANNOTATION_LEADER, EndpointsInput, EndpointsPlan};
 use crate::sink::endpoints::apply_endpoints_plan;
@@ -233,15 +233,7 @@ impl EndpointsController {
                 outcome.error
             }
         };
-        match error {
-            None => self.queue.forget(key),
-            Some(message) => {
-                if let RetryDecision::Dropped = self.queue.retry_or_drop(key) {
-                    record.dropped = true;
-                }
-                record.message = Some(message);
-            }
-        }
+        record.settle(&self.queue, error);
         self.queue.done(key);
         record
     }

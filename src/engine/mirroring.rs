@@ -6,20 +6,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::endpoints::EndpointsStore;
-use super::sync::{SyncOutcome, SyncRecord};
+use super::sync::{STALE_MESSAGE, SyncOutcome, SyncRecord, track_own_writes};
 use crate::index::{Index, ServiceKey, SliceStore};
 use crate::model::{EndpointSlice, Endpoints, Service, keys};
-use crate::queue::{Clock, QueueConfig, RetryDecision, WorkQueue};
+use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::mirroring::{self, MirrorInput, should_mirror};
 use crate::reconcile::{Event, Plan};
+use crate::sink::Sink;
 use crate::sink::apply::apply_plan;
-use crate::sink::{Object, Sink, Verb};
 use crate::tracker::{self, EndpointSliceTracker};
 
 /// The controller name in sync records.
 pub const MIRRORING_CONTROLLER: &str = "mirroring";
-
-const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
 
 /// Upstream's mirroring queue: per-key backoff from 1 s, capped at 100 s.
 fn queue_config() -> QueueConfig {
@@ -148,14 +146,7 @@ impl MirroringController {
             }
             Prepared::Plan(mut plan) => {
                 let outcome = apply_plan(sink, &mut plan);
-                for w in &outcome.records {
-                    if let Object::EndpointSlice(slice) = &w.object {
-                        match w.verb {
-                            Verb::Delete => self.tracker.expect_deletion(slice),
-                            Verb::Create | Verb::Update => self.tracker.update(slice),
-                        }
-                    }
-                }
+                track_own_writes(&self.tracker, &outcome.records);
                 events.extend(plan.events.into_iter().map(|e| (key.clone(), e)));
                 let error = outcome.error_message();
                 record.writes = outcome.records;
@@ -165,13 +156,7 @@ impl MirroringController {
                 error
             }
         };
-        match error {
-            None => self.queue.forget(key),
-            Some(message) => {
-                record.dropped = matches!(self.queue.retry_or_drop(key), RetryDecision::Dropped);
-                record.message = Some(message);
-            }
-        }
+        record.settle(&self.queue, error);
         self.queue.done(key);
         record
     }

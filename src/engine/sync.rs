@@ -10,13 +10,14 @@ use super::incremental::Changes;
 use super::{ENDPOINTSLICE_CONTROLLER, Engine, endpoints, mirroring};
 use crate::index::ServiceKey;
 use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
-use crate::queue::RetryDecision;
+use crate::queue::{RetryDecision, WorkQueue};
 use crate::reconcile::slices::{
     IncrementalInput, SyncInput, reconcile, reconcile_incremental, set_plan_trigger_time,
 };
 use crate::reconcile::{Event, Plan};
 use crate::sink::apply::{AppliedWrite, apply_plan};
 use crate::sink::{Object, Sink, Verb};
+use crate::tracker::EndpointSliceTracker;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncOutcome {
@@ -74,7 +75,33 @@ enum Prepared {
     Plan(Plan),
 }
 
-const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
+pub(super) const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
+
+/// Records a sync's own slice writes in its controller's generation tracker.
+pub(super) fn track_own_writes(tracker: &EndpointSliceTracker, writes: &[AppliedWrite]) {
+    for w in writes {
+        if let Object::EndpointSlice(slice) = &w.object {
+            match w.verb {
+                Verb::Delete => tracker.expect_deletion(slice),
+                Verb::Create | Verb::Update => tracker.update(slice),
+            }
+        }
+    }
+}
+
+impl SyncRecord {
+    /// The queue's side of a finished sync: the key's failures are forgotten on success; on error
+    /// it is retried with backoff, or dropped once out of retries.
+    pub(super) fn settle(&mut self, queue: &WorkQueue<ServiceKey>, error: Option<String>) {
+        match error {
+            None => queue.forget(&self.service),
+            Some(message) => {
+                self.dropped = matches!(queue.retry_or_drop(&self.service), RetryDecision::Dropped);
+                self.message = Some(message);
+            }
+        }
+    }
+}
 
 /// A key taken from one controller's queue.
 enum Job {
@@ -334,14 +361,7 @@ impl Engine {
             }
             Prepared::Plan(mut plan) => {
                 let outcome = apply_plan(sink, &mut plan);
-                for w in &outcome.records {
-                    if let Object::EndpointSlice(slice) = &w.object {
-                        match w.verb {
-                            Verb::Delete => self.slices.expect_deletion(slice),
-                            Verb::Create | Verb::Update => self.slices.update(slice),
-                        }
-                    }
-                }
+                track_own_writes(&self.slices, &outcome.records);
                 self.topology
                     .write()
                     .apply(&key.to_string(), &plan.topology_changes);
@@ -366,13 +386,7 @@ impl Engine {
             None => self.changes.synced(key),
             Some(_) => self.changes.failed(key),
         }
-        match error {
-            None => self.queue.forget(key),
-            Some(message) => {
-                record.dropped = matches!(self.queue.retry_or_drop(key), RetryDecision::Dropped);
-                record.message = Some(message);
-            }
-        }
+        record.settle(&self.queue, error);
         record
     }
 }
