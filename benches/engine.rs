@@ -11,6 +11,7 @@ use std::time::Duration;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 
 use sliced::change::Change;
+use sliced::controllers::Controllers;
 use sliced::engine::{Engine, EngineOptions};
 use sliced::model::{Name, Pod};
 use sliced::queue::{Clock, VirtualClock};
@@ -21,14 +22,24 @@ use sliced::snapshot::Snapshot;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-fn engine() -> Engine {
+fn engine(controllers: Controllers) -> Engine {
     let clock: Arc<dyn Clock> = Arc::new(VirtualClock::new());
-    Engine::new(EngineOptions::default(), clock)
+    Engine::new(
+        EngineOptions {
+            controllers,
+            ..EngineOptions::default()
+        },
+        clock,
+    )
 }
 
 /// An engine that has seen every object of the snapshot (and so queued every service).
 fn loaded(snapshot: &Snapshot) -> Engine {
-    let engine = engine();
+    loaded_with(snapshot, Controllers::ENDPOINTSLICE)
+}
+
+fn loaded_with(snapshot: &Snapshot, controllers: Controllers) -> Engine {
+    let engine = engine(controllers);
     for node in &snapshot.nodes {
         engine.handle(&Change::Node(node.clone()));
     }
@@ -128,22 +139,29 @@ fn one_pod_ready(c: &mut Criterion) {
         nodes: scenario.nodes.values().cloned().collect(),
         ..Snapshot::default()
     };
-    let engine = loaded(&snapshot);
-    let sink = quiet_sink();
-    drain(&engine, &sink);
-    let mut pod = scenario.pods[2_500].clone();
-    let mut rv = 1_000u64;
     let mut group = c.benchmark_group("one_pod_ready");
     group.throughput(Throughput::Elements(1));
-    group.bench_function("5000_pod_service", |b| {
-        b.iter(|| {
-            rv += 1;
-            pod = flipped(&pod, rv);
-            engine.handle(&Change::Pod(pod.clone()));
-            let writes = drain(&engine, &sink);
-            assert_eq!(writes, 1);
-        })
-    });
+    // The EndpointSlice controller alone, then with the Endpoints and mirroring controllers too:
+    // one slice update, then also one Endpoints update. The Endpoints hold 1,000 of the 5,000
+    // addresses, lowest first: the first pod's flips show in them.
+    for (name, controllers, writes) in [
+        ("5000_pod_service", Controllers::ENDPOINTSLICE, 1),
+        ("5000_pod_service_all_controllers", Controllers::ALL, 2),
+    ] {
+        group.bench_function(name, |b| {
+            let engine = loaded_with(&snapshot, controllers);
+            let sink = quiet_sink();
+            drain(&engine, &sink);
+            let mut pod = scenario.pods[0].clone();
+            let mut rv = 1_000u64;
+            b.iter(|| {
+                rv += 1;
+                pod = flipped(&pod, rv);
+                engine.handle(&Change::Pod(pod.clone()));
+                assert_eq!(drain(&engine, &sink), writes);
+            })
+        });
+    }
     group.finish();
 }
 
