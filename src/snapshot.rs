@@ -175,7 +175,7 @@ pub fn reconcile_snapshot_full(
         let exists = |ns: &Name, name: &Name| services.contains(&(ns, name));
         // In namespace/name order, as the sink lists them.
         for plan in endpoints::leftovers(&existing_endpoints, exists) {
-            record_endpoints(&sink, &plan, &mut result);
+            record_endpoints(&sink, plan, &mut result);
         }
     }
     if controllers.mirroring {
@@ -344,22 +344,22 @@ fn sync_endpoints(
         // A tracker that has just started returns the service's creation time.
         trigger_time: service.meta.creation_timestamp,
     });
-    record_endpoints(sink, &plan, result);
+    record_endpoints(sink, plan, result);
 }
 
 fn record_endpoints(
     sink: &MemorySink,
-    plan: &endpoints::EndpointsPlan,
+    plan: endpoints::EndpointsPlan,
     result: &mut SnapshotResult,
 ) {
+    let key = plan.service_key.clone();
     let outcome = apply_endpoints_plan(sink, plan);
-    let key = &plan.service_key;
     result
         .events
         .extend(outcome.events.into_iter().map(|e| (key.clone(), e)));
     if let Some(message) = outcome.error {
         result.errors.push(SyncError {
-            service: key.clone(),
+            service: key,
             message,
         });
     }

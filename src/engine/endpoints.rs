@@ -216,7 +216,7 @@ impl EndpointsController {
             }
             Prepared::Plan(plan) => {
                 let before = store.get(key).map(|e| e.meta.resource_version.clone());
-                let outcome = apply_endpoints_plan(sink, &plan);
+                let outcome = apply_endpoints_plan(sink, plan);
                 events.extend(outcome.events.into_iter().map(|e| (key.clone(), e)));
                 if let Some(write) = outcome.record {
                     if let (Verb::Update, Object::Endpoints(stored)) = (&write.verb, &write.object)

@@ -29,16 +29,21 @@ impl EndpointsOutcome {
     }
 }
 
-/// Carries out `plan` against `sink`.
-pub fn apply_endpoints_plan(sink: &dyn Sink, plan: &EndpointsPlan) -> EndpointsOutcome {
+/// Carries out `plan` against `sink`. The object is moved into the write, not copied.
+pub fn apply_endpoints_plan(sink: &dyn Sink, plan: EndpointsPlan) -> EndpointsOutcome {
     let mut out = EndpointsOutcome::default();
-    let Some(write) = &plan.write else {
+    let Some(write) = plan.write else {
         return out;
     };
     let service = plan.service_key.as_str();
-    let object = Object::from(write.object().clone());
-    match write {
-        EndpointsWrite::Create(_) => match sink.create(object) {
+    let (kind, endpoints) = match write {
+        EndpointsWrite::Create(e) => (Verb::Create, e),
+        EndpointsWrite::Update(e) => (Verb::Update, e),
+        EndpointsWrite::Delete(e) => (Verb::Delete, e),
+    };
+    let object = Object::from(endpoints);
+    match kind {
+        Verb::Create => match sink.create(object) {
             Ok(created) => out.record = Some(applied(Verb::Create, created)),
             Err(e) if e.is_namespace_terminating() => {}
             Err(e) => {
@@ -51,7 +56,7 @@ pub fn apply_endpoints_plan(sink: &dyn Sink, plan: &EndpointsPlan) -> EndpointsO
                 ));
             }
         },
-        EndpointsWrite::Update(_) => match sink.update(object) {
+        Verb::Update => match sink.update(object) {
             Ok(updated) => out.record = Some(applied(Verb::Update, updated)),
             Err(e) => {
                 out.events.push(Event::warning(
@@ -63,7 +68,7 @@ pub fn apply_endpoints_plan(sink: &dyn Sink, plan: &EndpointsPlan) -> EndpointsO
                 ));
             }
         },
-        EndpointsWrite::Delete(_) => match sink.delete(&object) {
+        Verb::Delete => match sink.delete(&object) {
             Ok(()) => out.record = Some(applied(Verb::Delete, object)),
             Err(e) if e.is_not_found() => {}
             Err(e) => {
@@ -107,7 +112,7 @@ mod tests {
     fn create_into_terminating_namespace_is_dropped_quietly() {
         let sink = MemorySink::new(1);
         sink.set_namespace_terminating("doomed", true);
-        let out = apply_endpoints_plan(&sink, &create_plan("doomed"));
+        let out = apply_endpoints_plan(&sink, create_plan("doomed"));
         assert_eq!(out, EndpointsOutcome::default());
         assert!(sink.is_empty());
     }
@@ -121,7 +126,7 @@ mod tests {
             message: "etcd timeout".into(),
         };
         sink.fail_next(Verb::Create, Kind::Endpoints, error, 1);
-        let out = apply_endpoints_plan(&sink, &create_plan("default"));
+        let out = apply_endpoints_plan(&sink, create_plan("default"));
         assert_eq!(
             out.error.as_deref(),
             Some("failed to create Endpoints for Service default/web: etcd timeout")
@@ -138,7 +143,7 @@ mod tests {
         plan.write = plan
             .write
             .map(|w| EndpointsWrite::Update(w.object().clone()));
-        let out = apply_endpoints_plan(&sink, &plan);
+        let out = apply_endpoints_plan(&sink, plan);
         assert!(!out.is_success());
         assert_eq!(out.events[0].reason, REASON_FAILED_TO_UPDATE);
     }
@@ -148,12 +153,12 @@ mod tests {
         let sink = MemorySink::new(1);
         let plan = sync_deleted(&intern("default"), &intern("web"));
         assert_eq!(
-            apply_endpoints_plan(&sink, &plan),
+            apply_endpoints_plan(&sink, plan.clone()),
             EndpointsOutcome::default()
         );
-        let created = apply_endpoints_plan(&sink, &create_plan("default"));
+        let created = apply_endpoints_plan(&sink, create_plan("default"));
         assert!(created.record.is_some());
-        let deleted = apply_endpoints_plan(&sink, &plan);
+        let deleted = apply_endpoints_plan(&sink, plan);
         assert_eq!(deleted.record.map(|r| r.verb), Some(Verb::Delete));
         assert!(sink.is_empty());
     }
