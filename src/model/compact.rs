@@ -26,6 +26,9 @@ enum UidRepr {
 const HYPHENS: [usize; 4] = [8, 13, 18, 23];
 
 impl Uid {
+    /// The empty UID.
+    pub const EMPTY: Uid = Uid(UidRepr::Empty);
+
     pub fn new(s: &str) -> Uid {
         if s.is_empty() {
             return Uid(UidRepr::Empty);
@@ -52,6 +55,36 @@ impl Uid {
     /// True when it is held as 16 bytes.
     pub fn is_compact(&self) -> bool {
         matches!(self.0, UidRepr::Uuid(_))
+    }
+
+    /// The 16 bytes of a UUID, when it is held as one.
+    pub(crate) fn uuid(&self) -> Option<[u8; 16]> {
+        match self.0 {
+            UidRepr::Uuid(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The UID whose [`Uid::uuid`] is `bytes`.
+    pub(crate) fn from_uuid(bytes: [u8; 16]) -> Uid {
+        Uid(UidRepr::Uuid(bytes))
+    }
+}
+
+/// Ordered as the text is.
+impl Ord for Uid {
+    fn cmp(&self, other: &Uid) -> std::cmp::Ordering {
+        match (&self.0, &other.0) {
+            // Hex digits sort as their values and the hyphens are in the same places.
+            (UidRepr::Uuid(a), UidRepr::Uuid(b)) => a.cmp(b),
+            _ => self.as_str().cmp(&other.as_str()),
+        }
+    }
+}
+
+impl PartialOrd for Uid {
+    fn partial_cmp(&self, other: &Uid) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -160,8 +193,8 @@ impl From<&str> for ResourceVersion {
 
 /// An optional timestamp in 12 bytes (4-byte aligned), to the nanosecond: the seconds split in two
 /// words, and the nanoseconds, `i32::MIN` for none.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PackedTime {
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PackedTime {
     seconds_low: u32,
     seconds_high: i32,
     nanos: i32,
@@ -196,25 +229,11 @@ impl PackedTime {
         // Built only from a valid timestamp, so always valid.
         Timestamp::new(seconds, self.nanos).ok()
     }
-
-    pub fn is_some(self) -> bool {
-        self.nanos != i32::MIN
-    }
-
-    pub fn is_none(self) -> bool {
-        !self.is_some()
-    }
 }
 
 impl Default for PackedTime {
     fn default() -> Self {
         PackedTime::NONE
-    }
-}
-
-impl From<Option<Timestamp>> for PackedTime {
-    fn from(t: Option<Timestamp>) -> Self {
-        PackedTime::new(t)
     }
 }
 
@@ -323,6 +342,27 @@ mod tests {
     }
 
     #[test]
+    fn uids_order_as_their_text() {
+        let texts = [
+            "",
+            "00000000-0000-4000-8000-000000000000",
+            "0000000a-0000-4000-8000-000000000000",
+            "0000000f-0000-4000-8000-000000000000",
+            "0000000g",
+            "00000010-0000-4000-8000-000000000000",
+            "9fffffff-ffff-ffff-ffff-ffffffffffff",
+            "A",
+            "a0000000-0000-4000-8000-000000000000",
+            "uid-1",
+        ];
+        for a in texts {
+            for b in texts {
+                assert_eq!(Uid::new(a).cmp(&Uid::new(b)), a.cmp(b), "{a} {b}");
+            }
+        }
+    }
+
+    #[test]
     fn resource_versions_round_trip_as_numbers_or_text() {
         for (s, number) in [
             ("0", Some(0)),
@@ -393,7 +433,7 @@ mod tests {
     fn packed_times_round_trip_to_the_nanosecond() {
         assert_eq!(size_of::<PackedTime>(), 12);
         assert_eq!(PackedTime::new(None).get(), None);
-        assert!(PackedTime::default().is_none());
+        assert_eq!(PackedTime::default().get(), None);
         let times = [
             Some(Timestamp::UNIX_EPOCH),
             Some(Timestamp::MIN),
@@ -407,7 +447,6 @@ mod tests {
         assert!(times.iter().all(Option::is_some));
         for t in times.into_iter().flatten() {
             let packed = PackedTime::new(Some(t));
-            assert!(packed.is_some());
             assert_eq!(packed.get(), Some(t), "{t}");
             assert_eq!(format!("{packed:?}"), format!("{:?}", Some(t)));
         }
