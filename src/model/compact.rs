@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::net::IpAddr;
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 
 use super::{Name, Timestamp};
 
@@ -47,7 +47,7 @@ impl Uid {
     pub fn as_str(&self) -> Cow<'_, str> {
         match &self.0 {
             UidRepr::Empty => Cow::Borrowed(""),
-            UidRepr::Uuid(b) => Cow::Owned(format_uuid(b)),
+            UidRepr::Uuid(b) => Cow::Owned(format_uuid(b, &mut [0; 36]).to_owned()),
             UidRepr::Text(t) => Cow::Borrowed(t.as_str()),
         }
     }
@@ -90,7 +90,10 @@ impl PartialOrd for Uid {
 
 impl fmt::Display for Uid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.as_str())
+        match &self.0 {
+            UidRepr::Uuid(b) => f.write_str(format_uuid(b, &mut [0; 36])),
+            _ => f.write_str(&self.as_str()),
+        }
     }
 }
 
@@ -128,17 +131,21 @@ fn parse_uuid(s: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
-fn format_uuid(b: &[u8; 16]) -> String {
+/// The canonical text of a UUID, written into `out`.
+fn format_uuid<'a>(b: &[u8; 16], out: &'a mut [u8; 36]) -> &'a str {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(36);
+    let mut at = 0;
     for (i, byte) in b.iter().enumerate() {
         if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
+            out[at] = b'-';
+            at += 1;
         }
-        out.push(HEX[usize::from(byte >> 4)] as char);
-        out.push(HEX[usize::from(byte & 0xf)] as char);
+        out[at] = HEX[usize::from(byte >> 4)];
+        out[at + 1] = HEX[usize::from(byte & 0xf)];
+        at += 2;
     }
-    out
+    // Only ASCII hex digits and hyphens were written.
+    std::str::from_utf8(out).unwrap_or_default()
 }
 
 /// A resourceVersion. Only equality is ever asked of it, so a decimal number in canonical form (no
@@ -260,27 +267,12 @@ impl PodIps {
             PodIps::Many(ips) => ips,
         }
     }
-
-    /// Appends `ip`.
-    pub fn push(&mut self, ip: IpAddr) {
-        *self = self.iter().copied().chain([ip]).collect();
-    }
 }
 
 impl Deref for PodIps {
     type Target = [IpAddr];
     fn deref(&self) -> &[IpAddr] {
         self.as_slice()
-    }
-}
-
-impl DerefMut for PodIps {
-    fn deref_mut(&mut self) -> &mut [IpAddr] {
-        match self {
-            PodIps::None => &mut [],
-            PodIps::One(ip) => std::slice::from_mut(ip),
-            PodIps::Many(ips) => ips,
-        }
     }
 }
 
@@ -411,15 +403,6 @@ mod tests {
             assert_eq!(&*packed, ips.as_slice());
             assert_eq!(packed.len(), ips.len());
             assert_eq!(packed.first(), ips.first());
-            let mut pushed = packed.clone();
-            pushed.push(v6);
-            assert_eq!(pushed.len(), ips.len() + 1);
-            assert_eq!(&pushed[..ips.len()], ips.as_slice());
-            assert_eq!(pushed.last(), Some(&v6));
-            if let Some(first) = pushed.first_mut() {
-                *first = v4;
-            }
-            assert_eq!(pushed.first(), Some(&v4));
         }
         assert_eq!(std::iter::empty().collect::<PodIps>(), PodIps::default());
         assert_eq!([v4].into_iter().collect::<PodIps>(), PodIps::One(v4));

@@ -7,7 +7,7 @@ use smallvec::SmallVec;
 
 use super::{Labels, Name, PackedTime, PodIps, ResourceVersion, Timestamp, Uid};
 
-/// The identity and bookkeeping fields every stored object has.
+/// The identity and bookkeeping fields every stored object has; pods keep theirs as [`PodMeta`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Meta {
     pub namespace: Name,
@@ -208,11 +208,24 @@ impl PodMeta {
         }
     }
 
+    /// True when `other` has the same UID; cheaper than comparing [`PodMeta::uid`]s.
+    pub fn same_uid(&self, other: &PodMeta) -> bool {
+        self.flags & UID_UUID == other.flags & UID_UUID
+            && self.uid == other.uid
+            && self.text_uid() == other.text_uid()
+    }
+
+    /// The UID when it is not a UUID, or empty.
+    fn text_uid(&self) -> &Uid {
+        static EMPTY: Uid = Uid::EMPTY;
+        self.rare().map_or(&EMPTY, |r| &r.uid)
+    }
+
     pub fn uid(&self) -> Uid {
         if self.flags & UID_UUID != 0 {
             return Uid::from_uuid(self.uid);
         }
-        self.rare().map(|r| r.uid.clone()).unwrap_or_default()
+        self.text_uid().clone()
     }
 
     pub fn set_uid(&mut self, uid: Uid) {
@@ -491,6 +504,10 @@ mod tests {
             let pod = Pod::from(builder.clone());
             assert_eq!(pod.meta.uid().as_str(), uid);
             assert_eq!(pod.meta.uid().is_compact(), uid.len() == 36);
+            assert!(pod.meta.same_uid(&pod.clone().meta));
+            let mut other = pod.meta.clone();
+            other.set_uid(Uid::new("other"));
+            assert!(!pod.meta.same_uid(&other));
             assert_eq!(pod.meta.resource_version().as_str(), rv);
             assert_eq!(pod.meta.has_resource_version(), !rv.is_empty());
             assert_eq!(pod.meta.creation_timestamp(), t);

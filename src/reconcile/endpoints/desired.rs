@@ -170,7 +170,7 @@ impl<'a> Desired<'a> {
         for i in 1..=order.len() {
             let same = i < order.len() && {
                 let (x, y) = (&entries[order[start] as usize], &entries[order[i] as usize]);
-                x.ip == y.ip && x.pod.meta.uid() == y.pod.meta.uid()
+                x.ip == y.ip && x.pod.meta.same_uid(&y.pod.meta)
             };
             if !same {
                 runs.push((start as u32, i as u32));
