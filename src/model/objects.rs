@@ -147,7 +147,7 @@ pub struct ContainerPort {
 
 /// A pod's metadata: what the reconcilers read of it, in compact form. Annotations and generation
 /// are not kept; the UID, resourceVersion and timestamps are held compact (see [`Uid`],
-/// [`ResourceVersion`], [`PackedTime`]), with what has no compact form in a rarely present box.
+/// [`ResourceVersion`], 12-byte timestamps), with what has no compact form in a rarely present box.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PodMeta {
     pub namespace: Name,
