@@ -4,7 +4,7 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
-use sliced::model::{Endpoints, Name, Pod, intern};
+use sliced::model::{Endpoints, Name, Pod, Uid, intern};
 use sliced::reconcile::endpoints::{EndpointsInput, EndpointsPlan, EndpointsWrite, sync};
 use sliced::sim::{ServiceScenario, single_service};
 
@@ -41,7 +41,7 @@ fn existing_endpoints(s: &ServiceScenario, pods: &[&Pod]) -> Endpoints {
                 t.kind = t.kind.as_deref().map(intern);
                 t.namespace = t.namespace.as_deref().map(intern);
                 t.name = t.name.as_deref().map(Name::new);
-                t.uid = t.uid.as_deref().map(Name::new);
+                t.uid = t.uid.as_ref().map(|u| Uid::new(&u.to_string()));
             }
         }
     }

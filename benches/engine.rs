@@ -13,7 +13,7 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use sliced::change::Change;
 use sliced::controllers::Controllers;
 use sliced::engine::{Engine, EngineOptions};
-use sliced::model::{Name, Pod};
+use sliced::model::{Pod, ResourceVersion};
 use sliced::queue::{Clock, VirtualClock};
 use sliced::sim;
 use sliced::sink::memory::MemorySink;
@@ -127,7 +127,8 @@ fn cold_start_1m(c: &mut Criterion) {
 fn flipped(pod: &Pod, rv: u64) -> Pod {
     let mut p = pod.clone();
     p.ready = !p.ready;
-    p.meta.resource_version = Name::new(&rv.to_string());
+    p.meta
+        .set_resource_version(ResourceVersion::new(&rv.to_string()));
     p
 }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 
-use sliced::model::{AddressType, EndpointSlice, Name, Pod, intern};
+use sliced::model::{AddressType, EndpointSlice, Name, Pod, Uid, intern};
 use sliced::reconcile::slices::{IncrementalInput, SyncInput, reconcile, reconcile_incremental};
 use sliced::reconcile::topology::TopologyCache;
 use sliced::reconcile::{Options, Plan};
@@ -78,7 +78,7 @@ fn fresh_slices(s: &ServiceScenario) -> Vec<EndpointSlice> {
             ep.zone = ep.zone.as_deref().map(intern);
             if let Some(t) = &mut ep.target_ref {
                 t.name = t.name.as_deref().map(Name::new);
-                t.uid = t.uid.as_deref().map(Name::new);
+                t.uid = t.uid.as_ref().map(|u| Uid::new(&u.to_string()));
             }
         }
     }
@@ -101,8 +101,10 @@ fn cases(s: &ServiceScenario) -> Vec<Case> {
     let mut added = s.pods.clone();
     let mut new_pod = s.pods[PODS - 1].clone();
     new_pod.meta.name = Name::new(&format!("web-{PODS:06}"));
-    new_pod.meta.uid = Name::new("00000000-0000-4000-8000-new");
-    new_pod.ips = sliced::model::PodIps::One(IpAddr::V4(Ipv4Addr::new(10, 200, 0, 1)));
+    new_pod
+        .meta
+        .set_uid(Uid::new("00000000-0000-4000-8000-new"));
+    new_pod.set_ips([IpAddr::V4(Ipv4Addr::new(10, 200, 0, 1))]);
     let added_name = new_pod.meta.name.clone();
     added.push(new_pod);
 

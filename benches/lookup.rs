@@ -8,7 +8,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use std::hint::black_box;
 
 use sliced::index::{Index, ServiceKey, pod_projection};
-use sliced::model::{Labels, Meta, Name, Pod, Service, intern};
+use sliced::model::{Labels, Meta, Name, Pod, PodBuilder, Service, intern};
 
 // The binary's allocator, so that the bench measures what ships.
 #[global_allocator]
@@ -32,7 +32,7 @@ fn services(n: usize) -> Vec<Service> {
 }
 
 fn pod() -> Pod {
-    Pod {
+    Pod::from(PodBuilder {
         meta: Meta {
             namespace: intern(NAMESPACE),
             name: Name::new("svc-0-7d4b9c8f6-abcde"),
@@ -43,8 +43,8 @@ fn pod() -> Pod {
             ]),
             ..Meta::default()
         },
-        ..Pod::default()
-    }
+        ..PodBuilder::default()
+    })
 }
 
 /// Upstream's `getServicesForPod`: every service of the namespace, its selector matched in turn.

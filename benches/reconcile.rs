@@ -4,7 +4,7 @@
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
 
-use sliced::model::{EndpointSlice, Name, Pod, intern};
+use sliced::model::{EndpointSlice, Name, Pod, Uid, intern};
 use sliced::reconcile::Options;
 use sliced::reconcile::slices::{SyncInput, reconcile};
 use sliced::reconcile::topology::TopologyCache;
@@ -51,7 +51,7 @@ fn existing_slices(s: &ServiceScenario) -> Vec<EndpointSlice> {
         .enumerate()
         .map(|(i, mut slice)| {
             // As read back from the API server by the converter: kind, namespace, node and zone
-            // interned, the pod's name and UID in storage of their own.
+            // interned, the pod's name in storage of its own, the UID parsed.
             let own = |n: &mut Option<Name>| {
                 if let Some(v) = n {
                     *v = Name::new(v);
@@ -69,7 +69,7 @@ fn existing_slices(s: &ServiceScenario) -> Vec<EndpointSlice> {
                     interned(&mut t.kind);
                     interned(&mut t.namespace);
                     own(&mut t.name);
-                    own(&mut t.uid);
+                    t.uid = t.uid.as_ref().map(|u| Uid::new(&u.to_string()));
                 }
             }
             slice.meta.name = Name::new(&format!("web-{i:05}"));

@@ -10,8 +10,8 @@ use smallvec::smallvec;
 
 use sliced::model::{
     Address, ClusterIp, ContainerPort, EndpointAddress, EndpointSubset, Endpoints, EndpointsPort,
-    IpFamily, Labels, Meta, Name, Pod, PodPhase, Protocol, Service, ServicePort, TargetPort,
-    TargetRef, Timestamp, intern,
+    IpFamily, Labels, Meta, Name, Pod, PodBuilder, PodPhase, Protocol, Service, ServicePort,
+    TargetPort, TargetRef, Timestamp, intern,
 };
 use sliced::reconcile::endpoints::{
     EndpointsInput, EndpointsWrite, pod_in_endpoints, repack, same_subsets, sync,
@@ -106,36 +106,38 @@ fn pods(specs: &[PodSpec]) -> Vec<Pod> {
     specs
         .iter()
         .enumerate()
-        .map(|(i, s)| Pod {
-            meta: Meta {
-                namespace: intern("default"),
-                name: Name::new(&format!("p-{i}")),
-                uid: Name::new(&format!("uid-{:03}", (i * 37) % 101)),
-                labels: Labels::from_pairs([("app", "p")]),
-                deletion_timestamp: s
-                    .deleting
-                    .then(|| Timestamp::from_second(1_790_000_100).ok())
-                    .flatten(),
-                ..Meta::default()
-            },
-            node_name: Some(intern("node-a")),
-            phase: match s.phase {
-                0 => PodPhase::Pending,
-                1 => PodPhase::Succeeded,
-                2 => PodPhase::Failed,
-                _ => PodPhase::Running,
-            },
-            has_pod_ip: s.ip != 0,
-            ips: if s.ip == 0 {
-                vec![]
-            } else {
-                vec![IpAddr::from([10, 0, s.ip % 3, s.ip])]
-            }
-            .into_iter()
-            .collect(),
-            ready: s.ready,
-            named_ports: templates[usize::from(s.template)].clone(),
-            ..Pod::default()
+        .map(|(i, s)| {
+            Pod::from(PodBuilder {
+                meta: Meta {
+                    namespace: intern("default"),
+                    name: Name::new(&format!("p-{i}")),
+                    uid: Name::new(&format!("uid-{:03}", (i * 37) % 101)),
+                    labels: Labels::from_pairs([("app", "p")]),
+                    deletion_timestamp: s
+                        .deleting
+                        .then(|| Timestamp::from_second(1_790_000_100).ok())
+                        .flatten(),
+                    ..Meta::default()
+                },
+                node_name: Some(intern("node-a")),
+                phase: match s.phase {
+                    0 => PodPhase::Pending,
+                    1 => PodPhase::Succeeded,
+                    2 => PodPhase::Failed,
+                    _ => PodPhase::Running,
+                },
+                has_pod_ip: s.ip != 0,
+                ips: if s.ip == 0 {
+                    vec![]
+                } else {
+                    vec![IpAddr::from([10, 0, s.ip % 3, s.ip])]
+                }
+                .into_iter()
+                .collect(),
+                ready: s.ready,
+                named_ports: templates[usize::from(s.template)].clone(),
+                ..PodBuilder::default()
+            })
         })
         .collect()
 }
@@ -147,7 +149,9 @@ fn naive(service: &Service, pods: &[Pod]) -> Vec<EndpointSubset> {
         if !pod_in_endpoints(pod, service.publish_not_ready_addresses) {
             continue;
         }
-        let Some(ip) = pod.ips.first() else { continue };
+        let Some(ip) = pod.ips().first() else {
+            continue;
+        };
         let address = EndpointAddress {
             ip: Address::Ip(*ip),
             hostname: None,
@@ -156,7 +160,7 @@ fn naive(service: &Service, pods: &[Pod]) -> Vec<EndpointSubset> {
                 kind: Some(intern("Pod")),
                 namespace: Some(pod.meta.namespace.clone()),
                 name: Some(pod.meta.name.clone()),
-                uid: Some(pod.meta.uid.clone()),
+                uid: Some(pod.meta.uid()),
                 api_version: None,
                 resource_version: None,
             }),

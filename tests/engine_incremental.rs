@@ -180,7 +180,8 @@ fn node_zone_change_touches_only_its_pods() {
         };
         let mut pod = pod.clone();
         pod.ready = !pod.ready;
-        pod.meta.resource_version = sliced::model::Name::new(&format!("9{i:04}"));
+        pod.meta
+            .set_resource_version(sliced::model::ResourceVersion::new(&format!("9{i:04}")));
         trace.push(sim::Step {
             at: std::time::Duration::from_secs(2),
             change: Change::Pod(pod),

@@ -12,8 +12,8 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use smallvec::SmallVec;
 
 use sliced::model::{
-    AddressType, ClusterIp, Hints, IpFamily, Labels, Meta, Name, Node, Pod, PodPhase, Protocol,
-    Service, ServicePort, TargetPort, Timestamp, intern, keys,
+    AddressType, ClusterIp, Hints, IpFamily, Labels, Meta, Name, Node, Pod, PodBuilder, PodPhase,
+    Protocol, Service, ServicePort, TargetPort, Timestamp, intern, keys,
 };
 use sliced::reconcile::slices::{IncrementalInput, SyncInput, reconcile, reconcile_incremental};
 use sliced::reconcile::topology::TopologyCache;
@@ -264,7 +264,7 @@ impl World {
         let ip = self.next_ip;
         self.next_ip += 1;
         let ips = ips(ip, spec.v4, spec.v6);
-        let pod = Pod {
+        let pod = Pod::from(PodBuilder {
             meta: Meta {
                 namespace: intern("default"),
                 name: name.clone(),
@@ -286,8 +286,8 @@ impl World {
             ips: ips.into_iter().collect(),
             ready: spec.ready,
             named_ports: Arc::from(Vec::new()),
-            ..Pod::default()
-        };
+            ..PodBuilder::default()
+        });
         self.pods.insert(name.clone(), pod);
         name
     }
@@ -324,11 +324,11 @@ impl World {
             };
             match c {
                 Change::Ready(_) => pod.ready = !pod.ready,
-                Change::Terminate(_) => pod.meta.deletion_timestamp = timestamp(9),
+                Change::Terminate(_) => pod.meta.set_deletion_timestamp(timestamp(9)),
                 Change::Ip(_) => {
-                    let v4 = pod.ips.iter().any(|ip| ip.is_ipv4());
-                    let v6 = pod.ips.iter().any(|ip| ip.is_ipv6());
-                    pod.ips = ips(next_ip, v4, v6).into_iter().collect();
+                    let v4 = pod.ips().iter().any(|ip| ip.is_ipv4());
+                    let v6 = pod.ips().iter().any(|ip| ip.is_ipv6());
+                    pod.set_ips(ips(next_ip, v4, v6));
                     self.next_ip += 1;
                 }
                 Change::Node(_, n) => pod.node_name = Some(intern(&format!("node-{n}"))),

@@ -156,14 +156,14 @@ fn multi_document_yaml() {
 
     let pod = &m.objects.pods[0];
     assert_eq!(pod.phase, PodPhase::Running);
-    assert_eq!(pod.ips.as_slice(), [ip("10.0.0.5"), ip("fd00::5")]);
+    assert_eq!(pod.ips(), [ip("10.0.0.5"), ip("fd00::5")]);
     assert!(pod.has_pod_ip && pod.ready);
     assert_eq!(
-        pod.ready_transition.map(|t| t.to_string()).as_deref(),
+        pod.ready_transition().map(|t| t.to_string()).as_deref(),
         Some("2024-05-01T10:00:00Z")
     );
     assert_eq!(pod.node_name.as_deref(), Some("node-a"));
-    assert_eq!(pod.hostname, None);
+    assert_eq!(pod.hostname(), None);
     let named: Vec<_> = pod
         .named_ports
         .iter()
@@ -174,7 +174,7 @@ fn multi_document_yaml() {
     // Only podIP given: podIPs follows it, as the API server fills it. Leading zeros are decimal.
     let pod2 = &m.objects.pods[1];
     assert_eq!(pod2.phase, PodPhase::Pending);
-    assert_eq!(pod2.ips.as_slice(), [ip("10.0.0.6")]);
+    assert_eq!(pod2.ips(), [ip("10.0.0.6")]);
     assert!(!pod2.ready);
 
     let node = &m.objects.nodes[0];

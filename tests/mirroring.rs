@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use sliced::model::{
     Address, AddressType, EndpointAddress, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
     EndpointsPort, Hints, Labels, Meta, Name, OwnerReference, Protocol, Service, ServiceType,
-    TargetRef, Timestamp, intern, keys,
+    TargetRef, Timestamp, Uid, intern, keys,
 };
 use sliced::reconcile::endpoints::repack;
 use sliced::reconcile::mirroring::{
@@ -158,7 +158,7 @@ fn fresh_endpoints_get_one_slice_shaped_as_upstream_writes_it() {
         kind: Some(intern("Pod")),
         namespace: Some(intern(NS)),
         name: Some(Name::new("db-0")),
-        uid: Some(Name::new("p-1")),
+        uid: Some(Uid::new("p-1")),
         api_version: None,
         resource_version: Some(intern("9")),
     });

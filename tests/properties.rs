@@ -11,8 +11,8 @@ use proptest::prelude::*;
 use smallvec::SmallVec;
 
 use sliced::model::{
-    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Node, Pod, PodPhase, Protocol, Service,
-    ServicePort, TargetPort, Timestamp, intern, keys,
+    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Node, Pod, PodBuilder, PodPhase,
+    Protocol, Service, ServicePort, TargetPort, Timestamp, intern, keys,
 };
 use sliced::reconcile::Options;
 use sliced::sink::Object;
@@ -148,7 +148,7 @@ fn pod(i: usize, spec: &PodSpec) -> Pod {
         })
         .unwrap_or_default()
         .into();
-    Pod {
+    Pod::from(PodBuilder {
         meta: Meta {
             namespace: intern("prop"),
             name: Name::new(&format!("pod-{i}")),
@@ -171,8 +171,8 @@ fn pod(i: usize, spec: &PodSpec) -> Pod {
         ips: ips.into_iter().collect(),
         ready: spec.ready,
         named_ports,
-        ..Pod::default()
-    }
+        ..PodBuilder::default()
+    })
 }
 
 fn nodes() -> Vec<Node> {
@@ -205,7 +205,7 @@ fn expected(svc: &ServiceSpec, pods: &[PodSpec]) -> BTreeSet<(String, String, bo
             ports.push(9100);
         }
         ports.sort();
-        for ip in &built.ips {
+        for ip in built.ips() {
             if svc.families.contains(&IpFamily::of(ip)) {
                 out.insert((ip.to_string(), format!("pod-{i}"), ready, ports.clone()));
             }

@@ -41,8 +41,7 @@ pub fn pod_projection(old: Option<&Pod>, new: Option<&Pod>) -> Option<PodProject
     // An informer resync redelivers the same version; the service resync covers it. Upstream also
     // compares empty versions, which the API server never sends; objects built in code often
     // carry none, so those are compared in full.
-    if !new.meta.resource_version.is_empty()
-        && new.meta.resource_version == old.meta.resource_version
+    if new.meta.has_resource_version() && new.meta.resource_version() == old.meta.resource_version()
     {
         return None;
     }
@@ -62,19 +61,19 @@ pub fn pod_projection(old: Option<&Pod>, new: Option<&Pod>) -> Option<PodProject
 /// and container ports are not looked at, so a phase-only change triggers nothing.
 fn endpoints_changed(old: &Pod, new: &Pod) -> (bool, bool) {
     let labels_changed = old.meta.labels != new.meta.labels
-        || text(&old.hostname) != text(&new.hostname)
-        || text(&old.subdomain) != text(&new.subdomain);
+        || text(old.hostname()) != text(new.hostname())
+        || text(old.subdomain()) != text(new.subdomain());
     // Upstream compares deletionTimestamp pointers: two decoded objects never share one, so an
     // update where both versions are terminating counts as a change.
-    let pod_changed = old.meta.deletion_timestamp.is_some()
-        || new.meta.deletion_timestamp.is_some()
+    let pod_changed = old.meta.deletion_timestamp().is_some()
+        || new.meta.deletion_timestamp().is_some()
         || old.ready != new.ready
         // Upstream compares the podIPs strings; the model holds them parsed.
-        || old.ips != new.ips;
+        || old.ips() != new.ips();
     (pod_changed, labels_changed)
 }
 
 /// Upstream's hostname and subdomain are plain strings: unset is "".
-fn text(n: &Option<Name>) -> &str {
+fn text(n: Option<&Name>) -> &str {
     n.as_ref().map_or("", |n| n.as_str())
 }

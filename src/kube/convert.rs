@@ -10,7 +10,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
-use crate::model::{Labels, Meta, Name, OwnerReference, Protocol, TargetRef, Timestamp, intern};
+use crate::model::{
+    Labels, Meta, Name, OwnerReference, PodMeta, Protocol, ResourceVersion, TargetRef, Timestamp,
+    Uid, intern,
+};
 use crate::sink::Object;
 
 mod objects;
@@ -185,6 +188,38 @@ pub(crate) struct MetaRules {
 }
 
 pub(crate) fn meta_from_k8s(m: &ObjectMeta, rules: MetaRules) -> Result<Meta, ConvertError> {
+    let (namespace, name) = namespace_and_name(m, rules)?;
+    Ok(Meta {
+        namespace,
+        name,
+        uid: m.uid.as_deref().map(Name::new).unwrap_or_default(),
+        resource_version: m
+            .resource_version
+            .as_deref()
+            .map(Name::new)
+            .unwrap_or_default(),
+        generation: m.generation.unwrap_or(0),
+        creation_timestamp: time(&m.creation_timestamp),
+        deletion_timestamp: time(&m.deletion_timestamp),
+        labels: labels(&m.labels),
+        annotations: labels(&m.annotations),
+    })
+}
+
+/// A pod's metadata: annotations and generation are not kept.
+pub(crate) fn pod_meta_from_k8s(m: &ObjectMeta, rules: MetaRules) -> Result<PodMeta, ConvertError> {
+    let (namespace, name) = namespace_and_name(m, rules)?;
+    let mut meta = PodMeta::new(namespace, name, labels(&m.labels));
+    meta.set_uid(Uid::new(m.uid.as_deref().unwrap_or_default()));
+    meta.set_resource_version(ResourceVersion::new(
+        m.resource_version.as_deref().unwrap_or_default(),
+    ));
+    meta.set_creation_timestamp(time(&m.creation_timestamp));
+    meta.set_deletion_timestamp(time(&m.deletion_timestamp));
+    Ok(meta)
+}
+
+fn namespace_and_name(m: &ObjectMeta, rules: MetaRules) -> Result<(Name, Name), ConvertError> {
     let name = m.name.as_deref().unwrap_or("");
     let has_generate_name =
         rules.generate_name && m.generate_name.as_deref().is_some_and(|g| !g.is_empty());
@@ -201,25 +236,12 @@ pub(crate) fn meta_from_k8s(m: &ObjectMeta, rules: MetaRules) -> Result<Meta, Co
         _ if rules.namespaced => intern("default"),
         _ => Name::default(),
     };
-    Ok(Meta {
-        namespace,
-        name: if rules.intern_name {
-            intern(name)
-        } else {
-            Name::new(name)
-        },
-        uid: m.uid.as_deref().map(Name::new).unwrap_or_default(),
-        resource_version: m
-            .resource_version
-            .as_deref()
-            .map(Name::new)
-            .unwrap_or_default(),
-        generation: m.generation.unwrap_or(0),
-        creation_timestamp: time(&m.creation_timestamp),
-        deletion_timestamp: time(&m.deletion_timestamp),
-        labels: labels(&m.labels),
-        annotations: labels(&m.annotations),
-    })
+    let name = if rules.intern_name {
+        intern(name)
+    } else {
+        Name::new(name)
+    };
+    Ok((namespace, name))
 }
 
 /// Metadata as the API server would serve it: empty and zero fields omitted.
@@ -348,7 +370,7 @@ pub(crate) fn target_ref_from_k8s(r: &core::ObjectReference) -> TargetRef {
         kind: opt_intern(&r.kind),
         namespace: opt_intern(&r.namespace),
         name: opt_name(&r.name),
-        uid: opt_name(&r.uid),
+        uid: r.uid.as_deref().map(Uid::new),
         api_version: opt_intern(&r.api_version),
         resource_version: opt_name(&r.resource_version),
     }
@@ -359,7 +381,7 @@ pub(crate) fn target_ref_to_k8s(r: &TargetRef) -> core::ObjectReference {
         kind: opt_string(&r.kind),
         namespace: opt_string(&r.namespace),
         name: opt_string(&r.name),
-        uid: opt_string(&r.uid),
+        uid: r.uid.as_ref().map(Uid::to_string),
         api_version: opt_string(&r.api_version),
         resource_version: opt_string(&r.resource_version),
         field_path: None,
@@ -369,6 +391,29 @@ pub(crate) fn target_ref_to_k8s(r: &TargetRef) -> core::ObjectReference {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn target_ref_uids_round_trip_exactly() {
+        for uid in [
+            None,
+            Some(""),
+            Some("6f1c3c1e-4d2a-4b8e-9f00-0123456789ab"),
+            Some("6F1C3C1E-4D2A-4B8E-9F00-0123456789AB"),
+            Some("pod-uid-1"),
+        ] {
+            let r = core::ObjectReference {
+                kind: Some("Pod".to_owned()),
+                uid: uid.map(str::to_owned),
+                ..core::ObjectReference::default()
+            };
+            let model = target_ref_from_k8s(&r);
+            assert_eq!(
+                model.uid.as_ref().map(|u| u.is_compact()),
+                uid.map(|u| u.starts_with("6f"))
+            );
+            assert_eq!(target_ref_to_k8s(&model), r);
+        }
+    }
 
     #[test]
     fn sloppy_ip_parsing() {

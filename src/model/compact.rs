@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::fmt;
 use std::net::IpAddr;
-use std::ops::{Deref, DerefMut};
+use std::ops::Deref;
 
 use super::{Name, Timestamp};
 
@@ -26,6 +26,9 @@ enum UidRepr {
 const HYPHENS: [usize; 4] = [8, 13, 18, 23];
 
 impl Uid {
+    /// The empty UID.
+    pub const EMPTY: Uid = Uid(UidRepr::Empty);
+
     pub fn new(s: &str) -> Uid {
         if s.is_empty() {
             return Uid(UidRepr::Empty);
@@ -44,7 +47,7 @@ impl Uid {
     pub fn as_str(&self) -> Cow<'_, str> {
         match &self.0 {
             UidRepr::Empty => Cow::Borrowed(""),
-            UidRepr::Uuid(b) => Cow::Owned(format_uuid(b)),
+            UidRepr::Uuid(b) => Cow::Owned(format_uuid(b, &mut [0; 36]).to_owned()),
             UidRepr::Text(t) => Cow::Borrowed(t.as_str()),
         }
     }
@@ -53,11 +56,44 @@ impl Uid {
     pub fn is_compact(&self) -> bool {
         matches!(self.0, UidRepr::Uuid(_))
     }
+
+    /// The 16 bytes of a UUID, when it is held as one.
+    pub(crate) fn uuid(&self) -> Option<[u8; 16]> {
+        match self.0 {
+            UidRepr::Uuid(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The UID whose [`Uid::uuid`] is `bytes`.
+    pub(crate) fn from_uuid(bytes: [u8; 16]) -> Uid {
+        Uid(UidRepr::Uuid(bytes))
+    }
+}
+
+/// Ordered as the text is.
+impl Ord for Uid {
+    fn cmp(&self, other: &Uid) -> std::cmp::Ordering {
+        match (&self.0, &other.0) {
+            // Hex digits sort as their values and the hyphens are in the same places.
+            (UidRepr::Uuid(a), UidRepr::Uuid(b)) => a.cmp(b),
+            _ => self.as_str().cmp(&other.as_str()),
+        }
+    }
+}
+
+impl PartialOrd for Uid {
+    fn partial_cmp(&self, other: &Uid) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
 }
 
 impl fmt::Display for Uid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.as_str())
+        match &self.0 {
+            UidRepr::Uuid(b) => f.write_str(format_uuid(b, &mut [0; 36])),
+            _ => f.write_str(&self.as_str()),
+        }
     }
 }
 
@@ -95,17 +131,21 @@ fn parse_uuid(s: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
-fn format_uuid(b: &[u8; 16]) -> String {
+/// The canonical text of a UUID, written into `out`.
+fn format_uuid<'a>(b: &[u8; 16], out: &'a mut [u8; 36]) -> &'a str {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(36);
+    let mut at = 0;
     for (i, byte) in b.iter().enumerate() {
         if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
+            out[at] = b'-';
+            at += 1;
         }
-        out.push(HEX[usize::from(byte >> 4)] as char);
-        out.push(HEX[usize::from(byte & 0xf)] as char);
+        out[at] = HEX[usize::from(byte >> 4)];
+        out[at + 1] = HEX[usize::from(byte & 0xf)];
+        at += 2;
     }
-    out
+    // Only ASCII hex digits and hyphens were written.
+    std::str::from_utf8(out).unwrap_or_default()
 }
 
 /// A resourceVersion. Only equality is ever asked of it, so a decimal number in canonical form (no
@@ -160,8 +200,8 @@ impl From<&str> for ResourceVersion {
 
 /// An optional timestamp in 12 bytes (4-byte aligned), to the nanosecond: the seconds split in two
 /// words, and the nanoseconds, `i32::MIN` for none.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PackedTime {
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PackedTime {
     seconds_low: u32,
     seconds_high: i32,
     nanos: i32,
@@ -196,25 +236,11 @@ impl PackedTime {
         // Built only from a valid timestamp, so always valid.
         Timestamp::new(seconds, self.nanos).ok()
     }
-
-    pub fn is_some(self) -> bool {
-        self.nanos != i32::MIN
-    }
-
-    pub fn is_none(self) -> bool {
-        !self.is_some()
-    }
 }
 
 impl Default for PackedTime {
     fn default() -> Self {
         PackedTime::NONE
-    }
-}
-
-impl From<Option<Timestamp>> for PackedTime {
-    fn from(t: Option<Timestamp>) -> Self {
-        PackedTime::new(t)
     }
 }
 
@@ -241,27 +267,12 @@ impl PodIps {
             PodIps::Many(ips) => ips,
         }
     }
-
-    /// Appends `ip`.
-    pub fn push(&mut self, ip: IpAddr) {
-        *self = self.iter().copied().chain([ip]).collect();
-    }
 }
 
 impl Deref for PodIps {
     type Target = [IpAddr];
     fn deref(&self) -> &[IpAddr] {
         self.as_slice()
-    }
-}
-
-impl DerefMut for PodIps {
-    fn deref_mut(&mut self) -> &mut [IpAddr] {
-        match self {
-            PodIps::None => &mut [],
-            PodIps::One(ip) => std::slice::from_mut(ip),
-            PodIps::Many(ips) => ips,
-        }
     }
 }
 
@@ -323,6 +334,27 @@ mod tests {
     }
 
     #[test]
+    fn uids_order_as_their_text() {
+        let texts = [
+            "",
+            "00000000-0000-4000-8000-000000000000",
+            "0000000a-0000-4000-8000-000000000000",
+            "0000000f-0000-4000-8000-000000000000",
+            "0000000g",
+            "00000010-0000-4000-8000-000000000000",
+            "9fffffff-ffff-ffff-ffff-ffffffffffff",
+            "A",
+            "a0000000-0000-4000-8000-000000000000",
+            "uid-1",
+        ];
+        for a in texts {
+            for b in texts {
+                assert_eq!(Uid::new(a).cmp(&Uid::new(b)), a.cmp(b), "{a} {b}");
+            }
+        }
+    }
+
+    #[test]
     fn resource_versions_round_trip_as_numbers_or_text() {
         for (s, number) in [
             ("0", Some(0)),
@@ -371,15 +403,6 @@ mod tests {
             assert_eq!(&*packed, ips.as_slice());
             assert_eq!(packed.len(), ips.len());
             assert_eq!(packed.first(), ips.first());
-            let mut pushed = packed.clone();
-            pushed.push(v6);
-            assert_eq!(pushed.len(), ips.len() + 1);
-            assert_eq!(&pushed[..ips.len()], ips.as_slice());
-            assert_eq!(pushed.last(), Some(&v6));
-            if let Some(first) = pushed.first_mut() {
-                *first = v4;
-            }
-            assert_eq!(pushed.first(), Some(&v4));
         }
         assert_eq!(std::iter::empty().collect::<PodIps>(), PodIps::default());
         assert_eq!([v4].into_iter().collect::<PodIps>(), PodIps::One(v4));
@@ -393,7 +416,7 @@ mod tests {
     fn packed_times_round_trip_to_the_nanosecond() {
         assert_eq!(size_of::<PackedTime>(), 12);
         assert_eq!(PackedTime::new(None).get(), None);
-        assert!(PackedTime::default().is_none());
+        assert_eq!(PackedTime::default().get(), None);
         let times = [
             Some(Timestamp::UNIX_EPOCH),
             Some(Timestamp::MIN),
@@ -407,7 +430,6 @@ mod tests {
         assert!(times.iter().all(Option::is_some));
         for t in times.into_iter().flatten() {
             let packed = PackedTime::new(Some(t));
-            assert!(packed.is_some());
             assert_eq!(packed.get(), Some(t), "{t}");
             assert_eq!(format!("{packed:?}"), format!("{:?}", Some(t)));
         }

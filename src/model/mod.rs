@@ -7,7 +7,8 @@ mod labels;
 mod objects;
 mod slice;
 
-pub use compact::{PackedTime, PodIps, ResourceVersion, Uid};
+pub(crate) use compact::PackedTime;
+pub use compact::{PodIps, ResourceVersion, Uid};
 pub use intern::{Name, intern};
 pub use labels::Labels;
 pub use objects::*;

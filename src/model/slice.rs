@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use smallvec::SmallVec;
 
-use super::{IpFamily, Meta, Name, Protocol};
+use super::{IpFamily, Meta, Name, Protocol, Uid};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AddressType {
@@ -80,7 +80,7 @@ pub struct TargetRef {
     pub kind: Option<Name>,
     pub namespace: Option<Name>,
     pub name: Option<Name>,
-    pub uid: Option<Name>,
+    pub uid: Option<Uid>,
     pub api_version: Option<Name>,
     pub resource_version: Option<Name>,
 }

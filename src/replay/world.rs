@@ -9,7 +9,7 @@ use ahash::RandomState;
 
 use crate::change::Change;
 use crate::engine::Engine;
-use crate::model::{Meta, Name, Service, Timestamp};
+use crate::model::{Meta, Name, PodMeta, ResourceVersion, Service, Timestamp, Uid};
 use crate::sink::memory::MemorySink;
 use crate::sink::{Kind, Object};
 
@@ -50,6 +50,20 @@ impl World {
         }
     }
 
+    /// [`Self::stamp`] for a pod.
+    fn stamp_pod(&mut self, meta: &mut PodMeta, at: Duration) {
+        let rv = self.next_rv();
+        meta.set_resource_version(ResourceVersion::new(&rv));
+        if meta.uid().is_empty() {
+            let uid = format!("00000000-0000-4000-a000-{:012}", self.revision);
+            meta.set_uid(Uid::new(&uid));
+        }
+        if meta.creation_timestamp().is_none() {
+            let at = jiff::SignedDuration::try_from(at).unwrap_or_default();
+            meta.set_creation_timestamp(self.epoch.checked_add(at).ok());
+        }
+    }
+
     /// Carries out one step's action against the API server, and delivers the resulting watch
     /// events to the engine.
     pub(super) fn apply(
@@ -86,7 +100,7 @@ impl World {
             }
             Change::Pod(pod) => {
                 let mut pod = pod.clone();
-                self.stamp(&mut pod.meta, at);
+                self.stamp_pod(&mut pod.meta, at);
                 engine.handle(&Change::Pod(pod));
             }
             Change::Namespace(ns) => {

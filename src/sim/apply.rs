@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use ahash::RandomState;
 
 use crate::change::Change;
-use crate::model::{Meta, Name};
+use crate::model::{Meta, Name, PodMeta};
 use crate::snapshot::Snapshot;
 
 /// What applying a change did.
@@ -79,16 +79,31 @@ pub fn apply(snapshot: &mut Snapshot, change: &Change) -> Applied {
     }
 }
 
-fn same_key(meta: &Meta, namespace: &Name, name: &Name) -> bool {
-    &meta.name == name && &meta.namespace == namespace
+/// Metadata with a namespace and a name.
+trait Keyed {
+    fn namespace_and_name(&self) -> (&Name, &Name);
 }
 
-fn upsert<T: Clone>(list: &mut Vec<T>, object: &T, meta: impl Fn(&T) -> &Meta) -> Applied {
-    let key = meta(object);
-    match list
-        .iter()
-        .position(|o| same_key(meta(o), &key.namespace, &key.name))
-    {
+impl Keyed for Meta {
+    fn namespace_and_name(&self) -> (&Name, &Name) {
+        (&self.namespace, &self.name)
+    }
+}
+
+impl Keyed for PodMeta {
+    fn namespace_and_name(&self) -> (&Name, &Name) {
+        (&self.namespace, &self.name)
+    }
+}
+
+fn same_key(meta: &impl Keyed, namespace: &Name, name: &Name) -> bool {
+    let (ns, n) = meta.namespace_and_name();
+    n == name && ns == namespace
+}
+
+fn upsert<T: Clone, M: Keyed>(list: &mut Vec<T>, object: &T, meta: impl Fn(&T) -> &M) -> Applied {
+    let (namespace, name) = meta(object).namespace_and_name();
+    match list.iter().position(|o| same_key(meta(o), namespace, name)) {
         Some(i) => {
             list[i] = object.clone();
             Applied::Replaced
@@ -100,11 +115,11 @@ fn upsert<T: Clone>(list: &mut Vec<T>, object: &T, meta: impl Fn(&T) -> &Meta) -
     }
 }
 
-fn remove<T>(
+fn remove<T, M: Keyed>(
     list: &mut Vec<T>,
     namespace: &Name,
     name: &Name,
-    meta: impl Fn(&T) -> &Meta,
+    meta: impl Fn(&T) -> &M,
 ) -> Applied {
     match list.iter().position(|o| same_key(meta(o), namespace, name)) {
         Some(i) => {

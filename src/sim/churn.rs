@@ -16,7 +16,7 @@ use super::keyset::KeySet;
 use super::rng::Rng;
 use super::trace::{Step, TraceKind};
 use crate::change::Change;
-use crate::model::{Labels, Name, Node, Pod, PodPhase};
+use crate::model::{Labels, Name, Node, Pod, PodPhase, ResourceVersion};
 
 /// After this many actions without a change, `run` stops: nothing in the cluster can move.
 const IDLE_LIMIT: usize = 100_000;
@@ -314,7 +314,7 @@ impl Churn {
                     |p| p.has_pod_ip && !terminating(p) && !p.ready,
                     |p, s| {
                         p.ready = true;
-                        p.ready_transition = timestamp(s);
+                        p.set_ready_transition(timestamp(s));
                     },
                 );
             }
@@ -324,7 +324,7 @@ impl Churn {
                     |p| p.ready,
                     |p, s| {
                         p.ready = false;
-                        p.ready_transition = timestamp(s);
+                        p.set_ready_transition(timestamp(s));
                     },
                 );
             }
@@ -379,7 +379,9 @@ impl Churn {
             return false;
         };
         change(&mut live.pod, Self::second(at));
-        live.pod.meta.resource_version = rv;
+        live.pod
+            .meta
+            .set_resource_version(ResourceVersion::new(&rv));
         let pod = live.pod.clone();
         self.steps.push(Step {
             at,
@@ -452,9 +454,9 @@ impl Churn {
                 p.node_name = Some(node_name);
                 p.phase = PodPhase::Running;
                 p.has_pod_ip = true;
-                p.ips = ips;
+                p.set_ips(ips.iter().copied());
                 p.ready = false;
-                p.ready_transition = timestamp(s);
+                p.set_ready_transition(timestamp(s));
             },
         );
         let after = self.rng.millis(1_000, 8_000);
@@ -466,10 +468,10 @@ impl Churn {
             name,
             |p| !terminating(p),
             |p, s| {
-                p.meta.deletion_timestamp = timestamp(s + GRACE_SECONDS);
+                p.meta.set_deletion_timestamp(timestamp(s + GRACE_SECONDS));
                 if p.ready {
                     p.ready = false;
-                    p.ready_transition = timestamp(s);
+                    p.set_ready_transition(timestamp(s));
                 }
             },
         );
@@ -559,5 +561,5 @@ impl Churn {
 }
 
 pub(super) fn terminating(pod: &Pod) -> bool {
-    pod.meta.deletion_timestamp.is_some()
+    pod.meta.deletion_timestamp().is_some()
 }

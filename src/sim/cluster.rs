@@ -9,8 +9,9 @@ use smallvec::smallvec;
 use super::rng::{Rng, fnv, pod_suffix};
 use super::spec::ClusterSpec;
 use crate::model::{
-    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Namespace, Node, Pod, PodIps, PodPhase,
-    Protocol, Service, ServicePort, TargetPort, Timestamp, intern, keys,
+    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Namespace, Node, Pod, PodIps, PodMeta,
+    PodPhase, Protocol, ResourceVersion, Service, ServicePort, TargetPort, Timestamp, Uid, intern,
+    keys,
 };
 use crate::snapshot::Snapshot;
 
@@ -94,30 +95,13 @@ impl Deployment {
             self.template_hash,
             pod_suffix(self.next_ordinal, fnv(&self.template_hash))
         );
-        // Every field spelled out: `..Default::default()` would intern "" eight times per pod,
-        // which is most of the cost of generating 100k pods.
-        Pod {
-            meta: Meta {
-                namespace: self.namespace.clone(),
-                name: Name::new(&name),
-                uid: Name::new(&rng.uuid()),
-                resource_version: resource_version(rv),
-                generation: 0,
-                creation_timestamp: timestamp(created),
-                deletion_timestamp: None,
-                labels: labels.clone(),
-                annotations: Labels::new(),
-            },
-            node_name: None,
-            hostname: None,
-            subdomain: None,
-            phase: PodPhase::Pending,
-            has_pod_ip: false,
-            ips: PodIps::None,
-            ready: false,
-            ready_transition: None,
-            named_ports: Arc::clone(&self.named_ports),
-        }
+        let mut meta = PodMeta::new(self.namespace.clone(), Name::new(&name), labels.clone());
+        meta.set_uid(Uid::new(&rng.uuid()));
+        meta.set_resource_version(ResourceVersion::Number(rv));
+        meta.set_creation_timestamp(timestamp(created));
+        let mut pod = Pod::new(meta);
+        pod.named_ports = Arc::clone(&self.named_ports);
+        pod
     }
 }
 
@@ -258,14 +242,14 @@ pub fn generate(spec: &ClusterSpec) -> Cluster {
             pod.node_name = Some(node.name.clone());
             pod.phase = PodPhase::Running;
             pod.has_pod_ip = true;
-            pod.ips = pod_ips(next_pod_ip, d.dual_stack);
+            pod.set_ips(pod_ips(next_pod_ip, d.dual_stack).iter().copied());
             next_pod_ip += 1;
             pod.ready = ready;
-            pod.ready_transition = if ready {
+            pod.set_ready_transition(if ready {
                 timestamp(created + rng.between(5, 60) as i64)
             } else {
                 timestamp(EPOCH_SECOND - rng.between(1, 600) as i64)
-            };
+            });
             d.pods.push(pods.len());
             pods.push(pod);
         }

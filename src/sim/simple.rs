@@ -8,8 +8,8 @@ use std::sync::Arc;
 use smallvec::smallvec;
 
 use crate::model::{
-    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Node, Pod, PodIps, PodPhase, Protocol,
-    Service, ServicePort, TargetPort, Timestamp, intern, keys,
+    ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Node, Pod, PodBuilder, PodIps,
+    PodPhase, Protocol, Service, ServicePort, TargetPort, Timestamp, intern, keys,
 };
 use crate::snapshot::Snapshot;
 
@@ -73,7 +73,7 @@ fn pod(
     node: usize,
     named: &Arc<[ContainerPort]>,
 ) -> Pod {
-    Pod {
+    Pod::from(PodBuilder {
         meta: Meta {
             namespace: service.meta.namespace.clone(),
             name: Name::new(&format!("{}-{ordinal:06}", service.meta.name)),
@@ -88,8 +88,8 @@ fn pod(
         ips: PodIps::One(IpAddr::V4(Ipv4Addr::from(0x0a01_0000u32 + index))),
         ready: true,
         named_ports: Arc::clone(named),
-        ..Pod::default()
-    }
+        ..PodBuilder::default()
+    })
 }
 
 /// A service `web` in namespace `default` with `pods` ready pods, 30 pods per node.

@@ -71,7 +71,7 @@ impl TriggerTimeTracker {
         let before: &[(Name, Timestamp)] = previous.as_ref().map_or(&[], |p| p.pods.as_slice());
         let mut cursor = 0;
         for pod in pods {
-            let Some(t) = pod.ready_transition else {
+            let Some(t) = pod.ready_transition() else {
                 continue;
             };
             let name = &pod.meta.name;
@@ -147,7 +147,7 @@ impl TriggerTimeTracker {
             let at = state
                 .pods
                 .binary_search_by(|(n, _)| n.as_str().cmp(pod_name.as_str()));
-            match (pod.and_then(|p| p.ready_transition), at) {
+            match (pod.and_then(|p| p.ready_transition()), at) {
                 (None, Ok(i)) => {
                     state.pods.remove(i);
                 }

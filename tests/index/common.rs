@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use sliced::index::ServiceKey;
-use sliced::model::{Labels, Meta, Name, Pod, Service, intern};
+use sliced::model::{Labels, Meta, Name, Pod, PodBuilder, Service, intern};
 
 pub fn meta(ns: &str, name: &str) -> Meta {
     Meta {
@@ -18,13 +18,13 @@ pub fn labels(pairs: &[(&str, &str)]) -> Labels {
 }
 
 pub fn pod(ns: &str, name: &str, pairs: &[(&str, &str)]) -> Pod {
-    Pod {
+    Pod::from(PodBuilder {
         meta: Meta {
             labels: labels(pairs),
             ..meta(ns, name)
         },
-        ..Pod::default()
-    }
+        ..PodBuilder::default()
+    })
 }
 
 /// A service; `None` for no selector.

@@ -4,12 +4,15 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use sliced::index::{Index, PodProjection, pod_projection};
-use sliced::model::{ContainerPort, Labels, Meta, Pod, PodPhase, Protocol, Timestamp, intern};
+use sliced::model::{
+    ContainerPort, Labels, Meta, Pod, PodBuilder, PodPhase, Protocol, ResourceVersion, Timestamp,
+    intern,
+};
 
 use crate::common::{key, keys_of, labels, meta, service};
 
 fn base() -> Pod {
-    Pod {
+    Pod::from(PodBuilder {
         meta: Meta {
             resource_version: intern("1"),
             labels: labels(&[("app", "web")]),
@@ -19,14 +22,14 @@ fn base() -> Pod {
         ips: [IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))]
             .into_iter()
             .collect(),
-        ..Pod::default()
-    }
+        ..PodBuilder::default()
+    })
 }
 
 /// `base` at resourceVersion 2 with `change` applied.
 fn updated(change: impl FnOnce(&mut Pod)) -> Pod {
     let mut p = base();
-    p.meta.resource_version = intern("2");
+    p.meta.set_resource_version(ResourceVersion::new("2"));
     change(&mut p);
     p
 }
@@ -56,30 +59,32 @@ fn adds_and_deletes_project_their_labels() {
 fn update_rules() {
     let ts = Timestamp::from_second(1_700_000_000).ok();
     let web = Some(labels(&[("app", "web")]));
-    let unversioned = |ready: bool| Pod {
-        meta: Meta {
-            resource_version: intern(""),
-            ..base().meta
-        },
-        ready,
-        ..base()
+    let unversioned = |ready: bool| {
+        Pod::from(PodBuilder {
+            meta: Meta {
+                resource_version: intern(""),
+                ..base().to_builder().meta
+            },
+            ready,
+            ..base().to_builder()
+        })
     };
-    let terminating = Pod {
+    let terminating = Pod::from(PodBuilder {
         meta: Meta {
             deletion_timestamp: ts,
-            ..base().meta
+            ..base().to_builder().meta
         },
-        ..base()
-    };
+        ..base().to_builder()
+    });
     let cases: Vec<(&str, Pod, Pod, Projected)> = vec![
         ("a resync: same resourceVersion", base(), base(), None),
         (
             "same resourceVersion, whatever else differs",
             base(),
-            Pod {
+            Pod::from(PodBuilder {
                 ready: false,
-                ..base()
-            },
+                ..base().to_builder()
+            }),
             None,
         ),
         (
@@ -96,11 +101,10 @@ fn update_rules() {
             None,
         ),
         (
-            "node name, annotations and container ports",
+            "node name and container ports (a pod keeps no annotations)",
             base(),
             updated(|p| {
                 p.node_name = Some(intern("n1"));
-                p.meta.annotations = labels(&[("a", "b")]);
                 p.named_ports = Arc::from(vec![ContainerPort {
                     name: intern("http"),
                     port: 80,
@@ -119,25 +123,28 @@ fn update_rules() {
         (
             "becomes terminating",
             base(),
-            updated(|p| p.meta.deletion_timestamp = ts),
+            updated(|p| p.meta.set_deletion_timestamp(ts)),
             Some((None, true)),
         ),
         (
             "terminating before and after counts as changed",
             terminating.clone(),
-            updated(|p| p.meta.deletion_timestamp = ts),
+            updated(|p| p.meta.set_deletion_timestamp(ts)),
             Some((None, true)),
         ),
         (
             "an IP changes",
             base(),
-            updated(|p| p.ips[0] = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2))),
+            updated(|p| p.set_ips([IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2))])),
             Some((None, true)),
         ),
         (
             "an IP is added",
             base(),
-            updated(|p| p.ips.push(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)))),
+            updated(|p| {
+                let added = [IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2))];
+                p.set_ips(p.ips().iter().copied().chain(added).collect::<Vec<_>>())
+            }),
             Some((None, true)),
         ),
         (
@@ -149,19 +156,19 @@ fn update_rules() {
         (
             "hostname only",
             base(),
-            updated(|p| p.hostname = Some(intern("h"))),
+            updated(|p| p.set_hostname(Some(intern("h")))),
             Some((web.clone(), false)),
         ),
         (
             "subdomain only",
             base(),
-            updated(|p| p.subdomain = Some(intern("s"))),
+            updated(|p| p.set_subdomain(Some(intern("s")))),
             Some((web.clone(), false)),
         ),
         (
             "an empty hostname is no hostname",
             base(),
-            updated(|p| p.hostname = Some(intern(""))),
+            updated(|p| p.set_hostname(Some(intern("")))),
             None,
         ),
         (

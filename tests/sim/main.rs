@@ -214,10 +214,14 @@ fn the_default_cluster_has_the_promised_shape() {
     let mut ips = HashSet::new();
     for p in &s.pods {
         assert!(names.insert((&p.meta.namespace, &p.meta.name)));
-        assert!(p.ips.iter().all(|ip| ips.insert(*ip)), "{:?} reused", p.ips);
+        assert!(
+            p.ips().iter().all(|ip| ips.insert(*ip)),
+            "{:?} reused",
+            p.ips()
+        );
         assert!(nodes.contains(p.node_name.as_ref().expect("placed")));
         assert_eq!(p.phase, PodPhase::Running);
-        assert!(p.has_pod_ip && p.ready_transition.is_some());
+        assert!(p.has_pod_ip && p.ready_transition().is_some());
         for key in ["app", LABEL_TEMPLATE_HASH, "tier"] {
             assert!(p.meta.labels.contains_key(key), "{:?}", p.meta.labels);
         }
@@ -241,7 +245,7 @@ fn the_default_cluster_has_the_promised_shape() {
         let named = matches!(svc.ports[0].target_port, TargetPort::Name(_));
         for &i in &d.pods {
             let p = &s.pods[i];
-            let families: Vec<IpFamily> = p.ips.iter().map(IpFamily::of).collect();
+            let families: Vec<IpFamily> = p.ips().iter().map(IpFamily::of).collect();
             let want = if dual {
                 vec![IpFamily::V4, IpFamily::V6]
             } else {
@@ -333,7 +337,7 @@ fn the_first_generators_are_unchanged() {
     assert_eq!(s.nodes.len(), 4);
     assert_eq!(s.pods[0].meta.name.as_str(), "web-000000");
     assert_eq!(
-        s.pods[99].ips[0],
+        s.pods[99].ips()[0],
         "10.1.0.99".parse::<IpAddr>().expect("ip")
     );
     assert_eq!(s.pods[31].node_name.as_deref(), Some("node-3"));

@@ -51,10 +51,10 @@ struct Replay {
 }
 
 fn rv(pod: &Pod) -> u64 {
-    pod.meta
-        .resource_version
+    let rv = pod.meta.resource_version();
+    rv.as_str()
         .parse()
-        .unwrap_or_else(|_| panic!("resourceVersion {:?}", pod.meta.resource_version))
+        .unwrap_or_else(|_| panic!("resourceVersion {rv:?}"))
 }
 
 impl Replay {
@@ -153,37 +153,37 @@ impl Replay {
         let Some(old) = self.pods.insert(key, pod.clone()) else {
             assert_eq!(applied, Applied::Created, "step {i}");
             assert_eq!(pod.phase, PodPhase::Pending, "step {i}: created {pod:?}");
-            assert!(!pod.has_pod_ip && pod.ips.is_empty() && !pod.ready);
-            assert!(pod.node_name.is_none() && pod.meta.deletion_timestamp.is_none());
-            assert_eq!(pod.meta.creation_timestamp, now);
+            assert!(!pod.has_pod_ip && pod.ips().is_empty() && !pod.ready);
+            assert!(pod.node_name.is_none() && pod.meta.deletion_timestamp().is_none());
+            assert_eq!(pod.meta.creation_timestamp(), now);
             self.counts.created += 1;
             return;
         };
         assert_eq!(applied, Applied::Replaced, "step {i}");
-        assert_eq!(old.meta.uid, pod.meta.uid, "step {i}: another pod");
+        assert_eq!(old.meta.uid(), pod.meta.uid(), "step {i}: another pod");
         let mut same = old.clone();
-        same.meta.resource_version = pod.meta.resource_version.clone();
+        same.meta.set_resource_version(pod.meta.resource_version());
         assert_ne!(&same, pod, "step {i}: an update that changes nothing");
-        if old.meta.deletion_timestamp.is_some() {
-            assert_eq!(old.meta.deletion_timestamp, pod.meta.deletion_timestamp);
-        } else if pod.meta.deletion_timestamp.is_some() {
+        if old.meta.deletion_timestamp().is_some() {
+            assert_eq!(old.meta.deletion_timestamp(), pod.meta.deletion_timestamp());
+        } else if pod.meta.deletion_timestamp().is_some() {
             self.counts.terminated += 1;
         }
-        if pod.meta.deletion_timestamp.is_some() {
+        if pod.meta.deletion_timestamp().is_some() {
             assert!(!pod.ready, "step {i}: terminating and ready");
         }
         if pod.ready {
             assert!(pod.has_pod_ip && pod.phase == PodPhase::Running);
         }
         if old.has_pod_ip {
-            assert_eq!((&old.ips, &old.node_name), (&pod.ips, &pod.node_name));
+            assert_eq!((old.ips(), &old.node_name), (pod.ips(), &pod.node_name));
         } else if pod.has_pod_ip {
-            assert!(pod.node_name.is_some() && !pod.ips.is_empty());
+            assert!(pod.node_name.is_some() && !pod.ips().is_empty());
             assert!(self.nodes.contains(pod.node_name.as_ref().expect("bound")));
             self.counts.got_ip += 1;
         }
         if old.ready != pod.ready {
-            assert_eq!(pod.ready_transition, now, "step {i}: ready_transition");
+            assert_eq!(pod.ready_transition(), now, "step {i}: ready_transition");
             if pod.ready {
                 self.counts.ready += 1;
             } else {
@@ -194,7 +194,7 @@ impl Replay {
         if app(&old) != app(pod) {
             let apps = &self.apps[&pod.meta.namespace];
             assert!(app(pod).is_some_and(|a| apps.contains(&a)), "step {i}");
-            assert!(old.meta.deletion_timestamp.is_none());
+            assert!(old.meta.deletion_timestamp().is_none());
             self.counts.relabelled += 1;
         }
     }
@@ -336,7 +336,7 @@ fn a_rolling_update_replaces_every_pod_with_as_many_ready_new_ones() {
     assert_eq!(now.len(), old.len());
     for p in &now {
         assert!(!old.contains(&key_of(p)));
-        assert!(p.ready && p.meta.deletion_timestamp.is_none());
+        assert!(p.ready && p.meta.deletion_timestamp().is_none());
         assert_eq!(p.meta.labels.get(LABEL_TEMPLATE_HASH), Some(&hash));
     }
 
@@ -349,7 +349,7 @@ fn a_rolling_update_replaces_every_pod_with_as_many_ready_new_ones() {
     for s in &steps {
         match &s.change {
             Change::Pod(p) if old.contains(&key_of(p)) => {
-                assert!(p.meta.deletion_timestamp.is_some() && !p.ready);
+                assert!(p.meta.deletion_timestamp().is_some() && !p.ready);
                 terminating.insert(key_of(p));
             }
             Change::PodDeleted { namespace, name } => {
@@ -381,7 +381,7 @@ fn scaling_up_then_down_creates_then_removes_pods() {
     assert_eq!(r.counts.deleted, 2 * n - n / 2);
     // Scaling down only terminates and deletes.
     assert!(steps[created..].iter().all(|s| match &s.change {
-        Change::Pod(p) => p.meta.deletion_timestamp.is_some(),
+        Change::Pod(p) => p.meta.deletion_timestamp().is_some(),
         change => matches!(change, Change::PodDeleted { .. }),
     }));
 }

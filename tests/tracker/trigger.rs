@@ -2,7 +2,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 
-use sliced::model::{Meta, Name, Pod, Service, intern};
+use sliced::model::{Meta, Name, Pod, PodBuilder, Service, intern};
 use sliced::tracker::TriggerTimeTracker;
 
 use super::n;
@@ -25,7 +25,7 @@ fn service(created: Timestamp) -> Service {
 }
 
 fn pod(name: &str, ready_at: Option<Timestamp>) -> Pod {
-    Pod {
+    Pod::from(PodBuilder {
         meta: Meta {
             namespace: intern("ttNamespace1"),
             name: Name::new(name),
@@ -33,8 +33,8 @@ fn pod(name: &str, ready_at: Option<Timestamp>) -> Pod {
         },
         ready: ready_at.is_some(),
         ready_transition: ready_at,
-        ..Pod::default()
-    }
+        ..PodBuilder::default()
+    })
 }
 
 struct Tester(TriggerTimeTracker);
@@ -233,7 +233,7 @@ fn compute_changed_equals_compute_for_the_changed_pods() {
         let mut p = Pod::default();
         p.meta.namespace = Name::from("ns");
         p.meta.name = Name::new(name);
-        p.ready_transition = t.and_then(ts);
+        p.set_ready_transition(t.and_then(ts));
         p
     };
     let (ns, name) = (Name::from("ns"), Name::from("svc"));

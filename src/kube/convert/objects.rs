@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use super::{
     ConvertError, MetaRules, ip, labels, meta_from_k8s, non_empty_intern, opt_intern,
-    parse_cpu_millis, port, protocol, time,
+    parse_cpu_millis, pod_meta_from_k8s, port, protocol, time,
 };
 use crate::model::{
     ClusterIp, ContainerPort, IpFamily, Name, Namespace, Node, Pod, PodPhase, Protocol, Service,
@@ -146,9 +146,8 @@ fn service_port(i: usize, p: &core::ServicePort) -> Result<ServicePort, ConvertE
 }
 
 pub fn pod_from_k8s(pod: &core::Pod) -> Result<Pod, ConvertError> {
-    let mut meta = meta_from_k8s(&pod.metadata, POD)?;
     // No controller reads a pod's annotations, and real pods carry many: not kept.
-    meta.annotations = Default::default();
+    let meta = pod_meta_from_k8s(&pod.metadata, POD)?;
     let default_spec = core::PodSpec::default();
     let spec = pod.spec.as_ref().unwrap_or(&default_spec);
     let default_status = core::PodStatus::default();
@@ -189,22 +188,22 @@ pub fn pod_from_k8s(pod: &core::Pod) -> Result<Pod, ConvertError> {
         .flatten()
         .find(|c| c.type_ == "Ready");
 
-    Ok(Pod {
-        meta,
-        node_name: non_empty_intern(&spec.node_name),
-        hostname: spec
-            .hostname
+    let mut out = Pod::new(meta);
+    out.node_name = non_empty_intern(&spec.node_name);
+    out.phase = phase;
+    out.has_pod_ip = !ips.is_empty();
+    out.ready = ready_condition.is_some_and(|c| c.status == "True");
+    out.named_ports = named_ports(spec)?;
+    out.set_hostname(
+        spec.hostname
             .as_deref()
             .filter(|s| !s.is_empty())
             .map(Name::new),
-        subdomain: non_empty_intern(&spec.subdomain),
-        phase,
-        has_pod_ip: !ips.is_empty(),
-        ips: ips.into_iter().collect(),
-        ready: ready_condition.is_some_and(|c| c.status == "True"),
-        ready_transition: ready_condition.and_then(|c| time(&c.last_transition_time)),
-        named_ports: named_ports(spec)?,
-    })
+    );
+    out.set_subdomain(non_empty_intern(&spec.subdomain));
+    out.set_ips(ips);
+    out.set_ready_transition(ready_condition.and_then(|c| time(&c.last_transition_time)));
+    Ok(out)
 }
 
 /// Named ports of regular containers, then of restartable init containers (sidecars). Every port

@@ -3,7 +3,7 @@
 //! resourceVersion is ignored. Unlike upstream, the order of subsets and of ports within a subset
 //! does not count, because upstream's order cannot be reproduced (see `repack`).
 
-use crate::model::{EndpointAddress, EndpointSubset, EndpointsPort, Name, TargetRef};
+use crate::model::{EndpointAddress, EndpointSubset, EndpointsPort, Name, TargetRef, Uid};
 
 /// A string field: `None` and `Some("")` are the same.
 pub(crate) fn text(n: &Option<Name>) -> &str {
@@ -26,7 +26,7 @@ fn same_target(a: &TargetRef, b: &TargetRef) -> bool {
     text(&a.kind) == text(&b.kind)
         && text(&a.namespace) == text(&b.namespace)
         && text(&a.name) == text(&b.name)
-        && text(&a.uid) == text(&b.uid)
+        && a.uid.as_ref().unwrap_or(&Uid::EMPTY) == b.uid.as_ref().unwrap_or(&Uid::EMPTY)
         && text(&a.api_version) == text(&b.api_version)
 }
 

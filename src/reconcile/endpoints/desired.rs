@@ -11,7 +11,7 @@ use super::compare::{same_port_set, text};
 use super::repack::{port_order, sort_addresses};
 use crate::model::{
     ClusterIp, ContainerPort, EndpointAddress, EndpointSubset, EndpointsPort, IpFamily, Name, Pod,
-    Service, TargetRef, intern,
+    Service, TargetRef, Uid, intern,
 };
 use crate::reconcile::ports::{numeric_only, target_port_number};
 use crate::reconcile::slices::pod_has_endpoint;
@@ -45,7 +45,7 @@ pub(crate) struct Desired<'a> {
 /// Upstream's `ShouldPodBeInEndpoints`: not terminal, has an IP, and not being deleted unless the
 /// service publishes not-ready addresses.
 pub fn pod_in_endpoints(pod: &Pod, include_terminating: bool) -> bool {
-    pod_has_endpoint(pod) && (include_terminating || pod.meta.deletion_timestamp.is_none())
+    pod_has_endpoint(pod) && (include_terminating || pod.meta.deletion_timestamp().is_none())
 }
 
 /// The pod's address for this service: the first pod IP of the service's primary family. Without
@@ -55,12 +55,12 @@ fn pod_ip(service: &Service, pod: &Pod) -> Option<IpAddr> {
     let family = match (service.ip_families.first(), &service.cluster_ip) {
         (Some(family), _) => *family,
         (None, ClusterIp::Ip(ip)) => IpFamily::of(ip),
-        (None, _) => match pod.ips.first() {
+        (None, _) => match pod.ips().first() {
             Some(IpAddr::V6(_)) => IpFamily::V6,
             _ => IpFamily::V4,
         },
     };
-    pod.ips
+    pod.ips()
         .iter()
         .copied()
         .find(|ip| IpFamily::of(ip) == family)
@@ -69,9 +69,9 @@ fn pod_ip(service: &Service, pod: &Pod) -> Option<IpAddr> {
 /// The hostname an address carries: the pod's, when its subdomain names this service in the same
 /// namespace.
 pub(crate) fn hostname<'a>(service: &Service, pod: &'a Pod) -> Option<&'a Name> {
-    pod.hostname.as_ref().filter(|h| {
+    pod.hostname().filter(|h| {
         !h.is_empty()
-            && pod.subdomain.as_ref() == Some(&service.meta.name)
+            && pod.subdomain() == Some(&service.meta.name)
             && pod.meta.namespace == service.meta.namespace
     })
 }
@@ -162,7 +162,7 @@ impl<'a> Desired<'a> {
         let order = sort_addresses(
             entries.len(),
             |i| entries[i as usize].ip,
-            |i| entries[i as usize].pod.meta.uid.as_str(),
+            |i| entries[i as usize].pod.meta.uid(),
         );
         // Runs of one identity (IP and pod UID): duplicates collapse into their first pod.
         let mut runs: Vec<(u32, u32)> = Vec::with_capacity(order.len());
@@ -170,7 +170,7 @@ impl<'a> Desired<'a> {
         for i in 1..=order.len() {
             let same = i < order.len() && {
                 let (x, y) = (&entries[order[start] as usize], &entries[order[i] as usize]);
-                x.ip == y.ip && x.pod.meta.uid == y.pod.meta.uid
+                x.ip == y.ip && x.pod.meta.same_uid(&y.pod.meta)
             };
             if !same {
                 runs.push((start as u32, i as u32));
@@ -302,7 +302,7 @@ impl<'a> Desired<'a> {
         matches!(&a.ip, crate::model::Address::Ip(ip) if *ip == e.ip)
             && a.node_name.as_ref() == Some(node)
             && a.target_ref.as_ref().is_some_and(|t| {
-                same(&t.uid, &pod.meta.uid)
+                t.uid.as_ref().unwrap_or(&Uid::EMPTY) == &pod.meta.uid()
                     && same(&t.name, &pod.meta.name)
                     && same(&t.namespace, &pod.meta.namespace)
                     && same(&t.kind, &POD_KIND)
@@ -329,7 +329,7 @@ impl<'a> Desired<'a> {
                 kind: Some(POD_KIND.clone()),
                 namespace: non_empty(&pod.meta.namespace),
                 name: non_empty(&pod.meta.name),
-                uid: non_empty(&pod.meta.uid),
+                uid: Some(pod.meta.uid()).filter(|u| !u.is_empty()),
                 api_version: None,
                 resource_version: None,
             }),

@@ -16,7 +16,7 @@ use std::sync::LazyLock;
 
 use ahash::RandomState;
 
-use crate::model::{Address, EndpointAddress, EndpointSubset, EndpointsPort};
+use crate::model::{Address, EndpointAddress, EndpointSubset, EndpointsPort, Uid};
 
 /// An address's text as a zero-padded byte string. Comparing two keys compares the texts byte by
 /// byte, shorter first on a common prefix, as upstream sorts addresses ("10.0.0.10" < "10.0.0.2").
@@ -121,10 +121,10 @@ static OCTET_RANK: LazyLock<[u8; 256]> = LazyLock::new(|| {
 
 /// The canonical order of `n` addresses (by IP text, then target UID, then index): the indices in
 /// order. `ip` and `uid` give each one's IP and target UID.
-pub(crate) fn sort_addresses<'a>(
+pub(crate) fn sort_addresses<K: Ord>(
     n: usize,
     ip: impl Fn(u32) -> IpAddr,
-    uid: impl Fn(u32) -> &'a str,
+    uid: impl Fn(u32) -> K,
 ) -> Vec<u32> {
     let all_v4 = (0..n as u32).all(|i| ip(i).is_ipv4());
     if all_v4 {
@@ -150,7 +150,7 @@ pub(crate) fn sort_addresses<'a>(
                 .take_while(|k| *k >> 32 == keys[i] >> 32)
                 .count();
             if j - i > 1 {
-                order[i..j].sort_by(|a, b| uid(*a).cmp(uid(*b)).then(a.cmp(b)));
+                order[i..j].sort_by(|a, b| uid(*a).cmp(&uid(*b)).then(a.cmp(b)));
             }
             i = j;
         }
@@ -169,7 +169,7 @@ pub(crate) fn sort_addresses<'a>(
                 .collect();
             run.sort_unstable_by(|a, b| {
                 a.0.cmp(&b.0)
-                    .then_with(|| uid(a.1).cmp(uid(b.1)))
+                    .then_with(|| uid(a.1).cmp(&uid(b.1)))
                     .then(a.1.cmp(&b.1))
             });
             for (slot, (_, k)) in keys[i..j].iter_mut().zip(run) {
@@ -181,10 +181,12 @@ pub(crate) fn sort_addresses<'a>(
     keys.into_iter().map(|(_, k)| k).collect()
 }
 
-fn uid_of(a: &EndpointAddress) -> Option<&str> {
+/// The target's UID, absent counting as empty; `None` without a target.
+fn uid_of(a: &EndpointAddress) -> Option<&Uid> {
+    static EMPTY: Uid = Uid::EMPTY;
     a.target_ref
         .as_ref()
-        .map(|t| t.uid.as_ref().map_or("", |u| u.as_str()))
+        .map(|t| t.uid.as_ref().unwrap_or(&EMPTY))
 }
 
 /// Upstream's address order: IP text byte-wise, then an address without a target first, then the
@@ -238,7 +240,7 @@ pub fn subset_order(a: &EndpointSubset, b: &EndpointSubset) -> Ordering {
 /// over ready. A subset without ports keeps its addresses in a subset without ports.
 pub fn repack(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
     // Identities in order of first appearance.
-    let mut ids: HashMap<(IpKey, Option<&str>), usize, RandomState> = HashMap::default();
+    let mut ids: HashMap<(IpKey, Option<&Uid>), usize, RandomState> = HashMap::default();
     let mut records: Vec<&EndpointAddress> = Vec::new();
     // Ports in order of first appearance; `None` stands for "no ports".
     let mut ports: Vec<Option<&EndpointsPort>> = Vec::new();

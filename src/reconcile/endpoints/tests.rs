@@ -6,7 +6,7 @@ use smallvec::smallvec;
 use super::*;
 use crate::model::{
     Address, ClusterIp, ContainerPort, EndpointAddress, EndpointSubset, EndpointsPort, IpFamily,
-    PodPhase, Protocol, ServicePort, TargetPort, TargetRef, intern,
+    PodBuilder, PodPhase, Protocol, ServicePort, TargetPort, TargetRef, Uid, intern,
 };
 
 fn service(ports: Vec<ServicePort>) -> Service {
@@ -48,7 +48,7 @@ fn pod(name: &str, ip: &str, ready: bool, named: &[(&str, i32)]) -> Pod {
             sidecar: false,
         })
         .collect();
-    Pod {
+    Pod::from(PodBuilder {
         meta: Meta {
             namespace: intern("default"),
             name: Name::new(name),
@@ -62,8 +62,8 @@ fn pod(name: &str, ip: &str, ready: bool, named: &[(&str, i32)]) -> Pod {
         ips: ip.split(',').filter_map(|s| s.parse().ok()).collect(),
         ready,
         named_ports: named,
-        ..Pod::default()
-    }
+        ..PodBuilder::default()
+    })
 }
 
 fn plan(service: &Service, pods: &[Pod], current: Option<&Endpoints>) -> EndpointsPlan {
@@ -94,7 +94,9 @@ fn naive(service: &Service, pods: &[Pod]) -> Vec<EndpointSubset> {
         if !pod_in_endpoints(pod, service.publish_not_ready_addresses) {
             continue;
         }
-        let Some(ip) = pod.ips.first() else { continue };
+        let Some(ip) = pod.ips().first() else {
+            continue;
+        };
         let address = EndpointAddress {
             ip: Address::Ip(*ip),
             hostname: None,
@@ -103,7 +105,7 @@ fn naive(service: &Service, pods: &[Pod]) -> Vec<EndpointSubset> {
                 kind: Some(intern("Pod")),
                 namespace: Some(pod.meta.namespace.clone()),
                 name: Some(pod.meta.name.clone()),
-                uid: Some(pod.meta.uid.clone()),
+                uid: Some(pod.meta.uid()),
                 api_version: None,
                 resource_version: None,
             }),
@@ -218,9 +220,9 @@ fn equal_content_in_another_order_needs_no_write() {
 fn duplicate_identity_keeps_first_record_and_not_ready_wins() {
     let svc = service(vec![port("http", TargetPort::Number(8080))]);
     let mut first = pod("a", "10.0.0.1", true, &[]);
-    first.meta.uid = intern("same");
+    first.meta.set_uid(Uid::new("same"));
     let mut second = pod("b", "10.0.0.1", false, &[]);
-    second.meta.uid = intern("same");
+    second.meta.set_uid(Uid::new("same"));
     let pods = [first, second];
     let e = written(&plan(&svc, &pods, None)).clone();
     assert_eq!(e.subsets, repack(&naive(&svc, &pods)));

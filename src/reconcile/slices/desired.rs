@@ -57,7 +57,7 @@ impl Candidate<'_> {
                 kind: Some(POD_KIND.clone()),
                 namespace: Some(pod.meta.namespace.clone()),
                 name: Some(pod.meta.name.clone()),
-                uid: non_empty(&pod.meta.uid).cloned(),
+                uid: Some(pod.meta.uid()).filter(|u| !u.is_empty()),
                 api_version: None,
                 resource_version: None,
             }),
@@ -78,7 +78,10 @@ impl Candidate<'_> {
                 t.kind.as_ref() == Some(&*POD_KIND)
                     && t.namespace.as_ref() == Some(&pod.meta.namespace)
                     && t.name.as_ref() == Some(&pod.meta.name)
-                    && t.uid.as_ref() == non_empty(&pod.meta.uid)
+                    && {
+                        let uid = pod.meta.uid();
+                        t.uid.as_ref() == (!uid.is_empty()).then_some(&uid)
+                    }
                     && t.api_version.is_none()
             })
     }
@@ -279,7 +282,7 @@ pub(crate) struct Desired<'a> {
 /// are kept.
 pub fn pod_has_endpoint(pod: &Pod) -> bool {
     !matches!(pod.phase, PodPhase::Failed | PodPhase::Succeeded)
-        && (pod.has_pod_ip || !pod.ips.is_empty())
+        && (pod.has_pod_ip || !pod.ips().is_empty())
 }
 
 /// The endpoint ports for a pod: one per service port that resolves; a port whose named target the pod
@@ -318,7 +321,7 @@ pub(crate) fn candidate<'a>(
     family: IpFamily,
 ) -> Option<Candidate<'a>> {
     let addresses: SmallVec<[Address; 1]> = pod
-        .ips
+        .ips()
         .iter()
         .filter(|ip| IpFamily::of(ip) == family)
         .map(|ip| Address::Ip(*ip))
@@ -327,11 +330,11 @@ pub(crate) fn candidate<'a>(
         return None;
     }
     let serving = pod.ready;
-    let terminating = pod.meta.deletion_timestamp.is_some();
+    let terminating = pod.meta.deletion_timestamp().is_some();
     let ready = service.publish_not_ready_addresses || (serving && !terminating);
-    let hostname = pod.hostname.as_ref().filter(|h| {
+    let hostname = pod.hostname().filter(|h| {
         !h.is_empty()
-            && pod.subdomain.as_ref() == Some(&service.meta.name)
+            && pod.subdomain() == Some(&service.meta.name)
             && pod.meta.namespace == service.meta.namespace
     });
     Some(Candidate {
