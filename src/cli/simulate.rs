@@ -232,7 +232,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             );
         }
         println!(
-            "slices equal a fresh full reconcile of the final state: {}",
+            "slices and Endpoints equal a fresh full reconcile of the final state: {}",
             if agrees { "yes" } else { "NO" }
         );
     } else {
