@@ -115,10 +115,16 @@ impl Labels {
 
     /// A copy with `key` set to `value`.
     pub fn with(&self, key: &str, value: &str) -> Labels {
+        self.with_name(intern(key), intern(value))
+    }
+
+    /// [`with`](Self::with) for names already made: no lookup in the interner, which a hot path
+    /// calling it for every sync would contend on.
+    pub fn with_name(&self, key: Name, value: Name) -> Labels {
         let mut v: Vec<(Name, Name)> = self.0.to_vec();
-        match v.binary_search_by(|(k, _)| k.as_str().cmp(key)) {
-            Ok(i) => v[i].1 = intern(value),
-            Err(i) => v.insert(i, (intern(key), intern(value))),
+        match v.binary_search_by(|(k, _)| k.as_str().cmp(key.as_str())) {
+            Ok(i) => v[i].1 = value,
+            Err(i) => v.insert(i, (key, value)),
         }
         Labels(v.into())
     }

@@ -99,13 +99,29 @@ pub fn reconcile(input: &SyncInput) -> Plan {
     plan
 }
 
+/// The controller's label keys and managed-by value, interned once rather than on every sync.
+struct ReservedNames {
+    service_name: Name,
+    managed_by: Name,
+    controller: Name,
+    headless: Name,
+}
+
+static RESERVED: std::sync::LazyLock<ReservedNames> = std::sync::LazyLock::new(|| ReservedNames {
+    service_name: intern(keys::LABEL_SERVICE_NAME),
+    managed_by: intern(keys::LABEL_MANAGED_BY),
+    controller: intern(keys::ENDPOINTSLICE_CONTROLLER),
+    headless: intern(keys::LABEL_HEADLESS),
+});
+
 fn slice_labels(service: &Service) -> SliceLabels {
+    let reserved = &*RESERVED;
     let from_service = service.meta.labels.filtered(|k| !is_reserved_label(k));
     let mut desired = from_service
-        .with(keys::LABEL_SERVICE_NAME, &service.meta.name)
-        .with(keys::LABEL_MANAGED_BY, keys::ENDPOINTSLICE_CONTROLLER);
+        .with_name(reserved.service_name.clone(), service.meta.name.clone())
+        .with_name(reserved.managed_by.clone(), reserved.controller.clone());
     if service.is_headless() {
-        desired = desired.with(keys::LABEL_HEADLESS, "");
+        desired = desired.with_name(reserved.headless.clone(), Name::default());
     }
     SliceLabels {
         desired,
