@@ -24,34 +24,90 @@ impl Controllers {
     pub const NAMES: [&'static str; 3] = ["endpointslice", "endpoints", "mirroring"];
 
     /// A comma-separated list of controller names; `all` (or nothing) selects every one.
+    /// kube-controller-manager's spelling is accepted too: `*` for every one, `endpoint` and
+    /// `endpointslice-mirroring` as names, and `-name` to switch one off whatever else is listed.
     pub fn parse(list: &str) -> Result<Controllers, String> {
         let mut selected = Controllers {
             endpointslice: false,
             endpoints: false,
             mirroring: false,
         };
+        let mut disabled = selected;
         let mut any = false;
-        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        for entry in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
             any = true;
+            if entry == "all" || entry == "*" {
+                selected = Controllers::ALL;
+                continue;
+            }
+            let (target, name) = match entry.strip_prefix('-') {
+                Some(name) => (&mut disabled, name),
+                None => (&mut selected, entry),
+            };
             match name {
-                "all" => selected = Controllers::ALL,
-                "endpointslice" => selected.endpointslice = true,
-                "endpoints" => selected.endpoints = true,
-                "mirroring" => selected.mirroring = true,
-                other => {
+                "endpointslice" => target.endpointslice = true,
+                "endpoints" | "endpoint" => target.endpoints = true,
+                "mirroring" | "endpointslice-mirroring" => target.mirroring = true,
+                _ => {
                     return Err(format!(
-                        "--controllers: unknown controller {other:?} (known: all, {})",
+                        "--controllers: unknown controller {entry:?} (known: all, {}; \
+                         kube-controller-manager's *, endpoint, endpointslice-mirroring and -name)",
                         Controllers::NAMES.join(", ")
                     ));
                 }
             }
         }
-        Ok(if any { selected } else { Controllers::ALL })
+        if !any {
+            return Ok(Controllers::ALL);
+        }
+        Ok(Controllers {
+            endpointslice: selected.endpointslice && !disabled.endpointslice,
+            endpoints: selected.endpoints && !disabled.endpoints,
+            mirroring: selected.mirroring && !disabled.mirroring,
+        })
     }
 }
 
 impl Default for Controllers {
     fn default() -> Self {
         Controllers::ALL
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ours_and_kube_controller_managers_spellings() {
+        assert_eq!(Controllers::parse(""), Ok(Controllers::ALL));
+        assert_eq!(Controllers::parse("all"), Ok(Controllers::ALL));
+        assert_eq!(Controllers::parse("*"), Ok(Controllers::ALL));
+        assert_eq!(
+            Controllers::parse("endpointslice"),
+            Ok(Controllers::ENDPOINTSLICE)
+        );
+        let no_mirroring = Controllers {
+            mirroring: false,
+            ..Controllers::ALL
+        };
+        assert_eq!(
+            Controllers::parse("*,-endpointslice-mirroring"),
+            Ok(no_mirroring)
+        );
+        assert_eq!(Controllers::parse("-mirroring,all"), Ok(no_mirroring));
+        assert_eq!(
+            Controllers::parse("endpoint,endpointslice"),
+            Ok(no_mirroring)
+        );
+        // As kube-controller-manager: a switch-off alone enables nothing.
+        let none = Controllers {
+            endpointslice: false,
+            endpoints: false,
+            mirroring: false,
+        };
+        assert_eq!(Controllers::parse("-endpoint"), Ok(none));
+        assert!(Controllers::parse("-all").is_err());
+        assert!(Controllers::parse("endpointslices").is_err());
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::endpoints::EndpointsStore;
-use super::sync::{STALE_MESSAGE, SyncOutcome, SyncRecord, track_own_writes};
+use super::sync::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use crate::index::{Index, ServiceKey, SliceStore};
 use crate::model::{EndpointSlice, Endpoints, Service, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
@@ -35,7 +35,7 @@ pub(super) struct MirroringController {
     options: mirroring::Options,
     /// The slices this controller manages.
     pub slices: SliceStore,
-    tracker: EndpointSliceTracker,
+    pub tracker: EndpointSliceTracker,
 }
 
 pub(super) enum Prepared {
@@ -146,7 +146,6 @@ impl MirroringController {
             }
             Prepared::Plan(mut plan) => {
                 let outcome = apply_plan(sink, &mut plan);
-                track_own_writes(&self.tracker, &outcome.records);
                 events.extend(plan.events.into_iter().map(|e| (key.clone(), e)));
                 let error = outcome.error_message();
                 record.writes = outcome.records;

@@ -53,6 +53,10 @@ pub struct EngineOptions {
     pub mirroring: crate::reconcile::mirroring::Options,
     /// `--mirroring-endpointslice-updates-batch-period`.
     pub mirroring_batch_period: Duration,
+    /// Feed accepted writes back into the index and trackers, as the watch will deliver them. Off
+    /// when the sink writes nothing (`run --dry-run`): the index then holds only what the cluster
+    /// holds, and every sync is compared with it.
+    pub observe_writes: bool,
 }
 
 impl Default for EngineOptions {
@@ -67,6 +71,7 @@ impl Default for EngineOptions {
             endpoints_batch_period: Duration::ZERO,
             mirroring: crate::reconcile::mirroring::Options::default(),
             mirroring_batch_period: Duration::ZERO,
+            observe_writes: true,
         }
     }
 }
@@ -391,6 +396,9 @@ impl Engine {
     /// Writes that a sync made, fed back as the watch would deliver them.
     fn observe_own_writes(&self, writes: &[AppliedWrite]) {
         use crate::sink::{Object, Verb};
+        if !self.options.observe_writes {
+            return;
+        }
         for w in writes {
             match (&w.verb, &w.object) {
                 (Verb::Delete, Object::EndpointSlice(s)) => {

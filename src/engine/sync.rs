@@ -194,6 +194,9 @@ impl Engine {
                         let mut events = Vec::new();
                         let record = c.finish(&key, prepared, sink, at, &mut events);
                         self.events.lock().extend(events);
+                        if self.options.observe_writes {
+                            track_own_writes(&c.tracker, &record.writes);
+                        }
                         self.observe_own_writes(&record.writes);
                         record
                     }
@@ -361,7 +364,9 @@ impl Engine {
             }
             Prepared::Plan(mut plan) => {
                 let outcome = apply_plan(sink, &mut plan);
-                track_own_writes(&self.slices, &outcome.records);
+                if self.options.observe_writes {
+                    track_own_writes(&self.slices, &outcome.records);
+                }
                 self.topology
                     .write()
                     .apply(&key.to_string(), &plan.topology_changes);
