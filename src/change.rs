@@ -20,3 +20,63 @@ pub enum Change {
     Endpoints(Arc<Endpoints>),
     EndpointsDeleted { namespace: Name, name: Name },
 }
+
+/// The kinds of object a watch delivers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ChangeKind {
+    Service,
+    Pod,
+    Node,
+    Namespace,
+    EndpointSlice,
+    Endpoints,
+}
+
+impl ChangeKind {
+    pub const ALL: [ChangeKind; 6] = [
+        ChangeKind::Namespace,
+        ChangeKind::Node,
+        ChangeKind::Service,
+        ChangeKind::Pod,
+        ChangeKind::EndpointSlice,
+        ChangeKind::Endpoints,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::Service => "Service",
+            ChangeKind::Pod => "Pod",
+            ChangeKind::Node => "Node",
+            ChangeKind::Namespace => "Namespace",
+            ChangeKind::EndpointSlice => "EndpointSlice",
+            ChangeKind::Endpoints => "Endpoints",
+        }
+    }
+}
+
+impl Change {
+    /// The deletion of an object of `kind`; `namespace` is ignored for cluster-scoped kinds.
+    pub fn deleted(kind: ChangeKind, namespace: Name, name: Name) -> Change {
+        match kind {
+            ChangeKind::Service => Change::ServiceDeleted { namespace, name },
+            ChangeKind::Pod => Change::PodDeleted { namespace, name },
+            ChangeKind::Node => Change::NodeDeleted { name },
+            ChangeKind::Namespace => Change::NamespaceDeleted { name },
+            ChangeKind::EndpointSlice => Change::EndpointSliceDeleted { namespace, name },
+            ChangeKind::Endpoints => Change::EndpointsDeleted { namespace, name },
+        }
+    }
+
+    pub fn kind(&self) -> ChangeKind {
+        match self {
+            Change::Service(_) | Change::ServiceDeleted { .. } => ChangeKind::Service,
+            Change::Pod(_) | Change::PodDeleted { .. } => ChangeKind::Pod,
+            Change::Node(_) | Change::NodeDeleted { .. } => ChangeKind::Node,
+            Change::Namespace(_) | Change::NamespaceDeleted { .. } => ChangeKind::Namespace,
+            Change::EndpointSlice(_) | Change::EndpointSliceDeleted { .. } => {
+                ChangeKind::EndpointSlice
+            }
+            Change::Endpoints(_) | Change::EndpointsDeleted { .. } => ChangeKind::Endpoints,
+        }
+    }
+}

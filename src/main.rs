@@ -23,6 +23,9 @@ enum Command {
     Reconcile(cli::reconcile::ReconcileArgs),
     /// Build a synthetic cluster in memory and reconcile it end to end.
     Simulate(cli::simulate::SimulateArgs),
+    /// Keep a cluster's EndpointSlices and Endpoints, in place of kube-controller-manager's
+    /// endpointslice, endpoint and endpointslice-mirroring controllers.
+    Run(Box<cli::run::RunArgs>),
 }
 
 fn main() -> std::process::ExitCode {
@@ -30,6 +33,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Reconcile(args) => cli::reconcile::run(args),
         Command::Simulate(args) => cli::simulate::run(args),
+        Command::Run(args) => cli::run::run(*args),
     };
     match result {
         Ok(code) => code,

@@ -56,7 +56,7 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FILE")]
     events: Option<String>,
     /// Delay of pod-triggered syncs, as --endpointslice-updates-batch-period (e.g. 500ms, 1s).
-    #[arg(long, value_parser = parse_duration_arg, default_value = "0s")]
+    #[arg(long, value_parser = super::duration_arg, default_value = "0s")]
     batch_period: Duration,
     /// Parallel reconcile workers.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -65,12 +65,8 @@ pub struct SimulateArgs {
     #[arg(long, default_value = "all")]
     controllers: String,
     /// Stop at this virtual time even if work remains.
-    #[arg(long, value_parser = parse_duration_arg)]
+    #[arg(long, value_parser = super::duration_arg)]
     until: Option<Duration>,
-}
-
-fn parse_duration_arg(s: &str) -> Result<Duration, String> {
-    sliced::replay::parse_duration(s).map_err(|e| e.to_string())
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {

@@ -4,6 +4,7 @@
 mod endpoints;
 mod incremental;
 mod mirroring;
+mod relist;
 mod sync;
 
 use std::collections::HashMap;

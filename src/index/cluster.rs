@@ -324,6 +324,21 @@ impl Pods<'_> {
         self.0.reset(pods.into_iter().map(Into::into))
     }
 
+    /// Every pod's namespace and name: what a relist compares with the listed pods.
+    pub fn keys(&self) -> Vec<(Name, Name)> {
+        self.0
+            .namespaces
+            .iter()
+            .flat_map(|ns| {
+                let namespace = ns.key().clone();
+                ns.pod_names()
+                    .into_iter()
+                    .map(move |name| (namespace.clone(), name))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.0.pod_count.load(Ordering::Relaxed)
     }

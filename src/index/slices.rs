@@ -127,6 +127,20 @@ impl SliceStore {
             .and_then(|ns| ns.by_name.get(name).cloned())
     }
 
+    /// Every stored slice's namespace and name.
+    pub fn keys(&self) -> Vec<(Name, Name)> {
+        self.namespaces
+            .iter()
+            .flat_map(|ns| {
+                let namespace = ns.key().clone();
+                ns.by_name
+                    .keys()
+                    .map(move |name| (namespace.clone(), name.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     /// The slices labelled for `service`, in name order: one consistent view.
     pub fn for_service(&self, service: &ServiceKey) -> Vec<Arc<EndpointSlice>> {
         self.namespaces

@@ -1,5 +1,11 @@
 //! The thin adapter to the Kubernetes API types.
 
+pub mod api_sink;
 pub mod convert;
 pub mod events;
+pub mod launch;
+pub mod lease;
 pub mod manifest;
+pub mod run;
+pub mod shadow;
+pub mod watch;

@@ -1,0 +1,180 @@
+//! `sliced run`: keep a real cluster's EndpointSlices and Endpoints, with kube-controller-manager's
+//! flags where they mean the same.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{ArgAction, Args};
+use sliced::controllers::Controllers;
+use sliced::engine::EngineOptions;
+use sliced::kube::launch::run_until_terminated;
+use sliced::kube::lease::LeaseConfig;
+use sliced::kube::run::RunOptions;
+
+use super::duration_arg;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Path to a kubeconfig file. Without it: the in-cluster service account when running in a
+    /// pod, else $KUBECONFIG or ~/.kube/config.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// Controllers to run, as kube-controller-manager's --controllers: `*` for all, names
+    /// (endpointslice, endpoint, endpointslice-mirroring), `-name` to switch one off.
+    #[arg(long, default_value = "*")]
+    controllers: String,
+    /// Parallel reconcile workers.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=256))]
+    concurrent_service_endpoint_syncs: u32,
+    /// The most endpoints one EndpointSlice holds.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    max_endpoints_per_slice: u32,
+    /// The most addresses the mirroring controller takes from one Endpoints subset.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    mirroring_max_endpoints_per_subset: u32,
+    /// Delay of pod-triggered EndpointSlice syncs (e.g. 0s, 500ms, 1s).
+    #[arg(long, default_value = "0s", value_parser = duration_arg)]
+    endpointslice_updates_batch_period: Duration,
+    /// Delay of pod-triggered Endpoints syncs.
+    #[arg(long, default_value = "0s", value_parser = duration_arg)]
+    endpoint_updates_batch_period: Duration,
+    /// Delay of mirroring syncs.
+    #[arg(long, default_value = "0s", value_parser = duration_arg)]
+    mirroring_endpointslice_updates_batch_period: Duration,
+    /// Writes per second to the API server.
+    #[arg(long, default_value_t = 20.0)]
+    kube_api_qps: f64,
+    /// Writes allowed in a burst above --kube-api-qps.
+    #[arg(long, default_value_t = 30)]
+    kube_api_burst: u32,
+    /// Take a Lease before writing, so that only one replica writes.
+    #[arg(long, default_value_t = true, action = ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true")]
+    leader_elect: bool,
+    /// How long a leader's lease lasts without renewal.
+    #[arg(long, default_value = "15s", value_parser = duration_arg)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader keeps retrying a renewal before it stops.
+    #[arg(long, default_value = "10s", value_parser = duration_arg)]
+    leader_elect_renew_deadline: Duration,
+    /// Pause between attempts to take or renew the lease.
+    #[arg(long, default_value = "2s", value_parser = duration_arg)]
+    leader_elect_retry_period: Duration,
+    /// Name of the Lease object.
+    #[arg(long, default_value = "sliced")]
+    leader_elect_resource_name: String,
+    /// Namespace of the Lease object.
+    #[arg(long, default_value = "kube-system")]
+    leader_elect_resource_namespace: String,
+    /// Address of the /metrics, /healthz and /readyz endpoint; empty to serve none.
+    #[arg(long, default_value = "127.0.0.1:10258")]
+    metrics_bind_address: String,
+    /// Shadow mode: watch and reconcile, write nothing, and report every object where the
+    /// cluster differs from what sliced would write.
+    #[arg(long)]
+    dry_run: bool,
+    /// How often shadow mode logs its summary.
+    #[arg(long, default_value = "1m", value_parser = duration_arg)]
+    dry_run_summary_interval: Duration,
+}
+
+/// This replica's name: the pod's (POD_NAME, else the host name), with a random suffix so that a
+/// restarted process is a new candidate.
+fn identity() -> String {
+    let host = std::env::var("POD_NAME")
+        .ok()
+        .filter(|n| !n.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok().filter(|n| !n.is_empty()))
+        .unwrap_or_else(|| "sliced".to_string());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("{host}_{:08x}", nanos ^ std::process::id().rotate_left(16))
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let controllers = match Controllers::parse(&args.controllers) {
+        Ok(c) => c,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if args.leader_elect && args.leader_elect_renew_deadline >= args.leader_elect_lease_duration {
+        eprintln!(
+            "error: --leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    let metrics = if args.metrics_bind_address.is_empty() {
+        None
+    } else {
+        let address: SocketAddr = match args.metrics_bind_address.parse() {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!(
+                    "error: --metrics-bind-address {:?}: {e}",
+                    args.metrics_bind_address
+                );
+                return Ok(ExitCode::from(2));
+            }
+        };
+        Some(
+            TcpListener::bind(address)
+                .with_context(|| format!("binding --metrics-bind-address {address}"))?,
+        )
+    };
+    init_logging();
+    let identity = identity();
+    let options = RunOptions {
+        engine: EngineOptions {
+            reconcile: sliced::reconcile::Options {
+                max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
+                prefer_same_traffic_distribution: false,
+            },
+            batch_period: args.endpointslice_updates_batch_period,
+            endpoints_batch_period: args.endpoint_updates_batch_period,
+            mirroring_batch_period: args.mirroring_endpointslice_updates_batch_period,
+            mirroring: sliced::reconcile::mirroring::Options {
+                max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
+            },
+            workers: args.concurrent_service_endpoint_syncs as usize,
+            controllers,
+            ..EngineOptions::default()
+        },
+        kube_api_qps: args.kube_api_qps,
+        kube_api_burst: args.kube_api_burst,
+        leader_election: args.leader_elect.then(|| LeaseConfig {
+            name: args.leader_elect_resource_name.clone(),
+            namespace: args.leader_elect_resource_namespace.clone(),
+            identity: identity.clone(),
+            lease_duration: args.leader_elect_lease_duration,
+            renew_deadline: args.leader_elect_renew_deadline,
+            retry_period: args.leader_elect_retry_period,
+        }),
+        dry_run: args.dry_run,
+        dry_run_summary_interval: args.dry_run_summary_interval,
+        identity,
+        ..RunOptions::default()
+    };
+    let summary = run_until_terminated(args.kubeconfig, options, metrics)?;
+    tracing::info!(
+        syncs = summary.stats.syncs,
+        errors = summary.stats.sync_errors,
+        "stopped"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Logs to stderr; RUST_LOG filters (default: info).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

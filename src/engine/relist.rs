@@ -1,0 +1,65 @@
+//! What the kube adapter reads from the engine: the objects it holds of one kind, so that a relist
+//! can delete those missing from a fresh list, and single objects, for shadow mode's reports.
+
+use std::sync::Arc;
+
+use super::Engine;
+use crate::change::ChangeKind;
+use crate::index::ServiceKey;
+use crate::model::{EndpointSlice, Endpoints, Name};
+
+impl Engine {
+    /// The namespace and name of every object of `kind` the engine holds (the namespace is empty
+    /// for cluster-scoped kinds). Slices are those of every controller that runs: a slice kept by
+    /// none was never stored, and deleting it is a no-op.
+    pub fn stored_keys(&self, kind: ChangeKind) -> Vec<(Name, Name)> {
+        match kind {
+            ChangeKind::Service => self
+                .index
+                .services()
+                .keys()
+                .into_iter()
+                .map(|k| (k.namespace, k.name))
+                .collect(),
+            ChangeKind::Pod => self.index.pods().keys(),
+            ChangeKind::Node => self
+                .nodes
+                .read()
+                .keys()
+                .map(|name| (Name::default(), name.clone()))
+                .collect(),
+            // Namespaces are not kept.
+            ChangeKind::Namespace => Vec::new(),
+            ChangeKind::EndpointSlice => {
+                let mut keys = self.index.slices().keys();
+                if let Some(controller) = &self.mirroring {
+                    keys.extend(controller.slices.keys());
+                }
+                keys
+            }
+            ChangeKind::Endpoints => self
+                .endpoints_store
+                .keys()
+                .into_iter()
+                .map(|k| (k.namespace, k.name))
+                .collect(),
+        }
+    }
+
+    pub fn options(&self) -> &super::EngineOptions {
+        &self.options
+    }
+
+    /// A stored slice of any controller that runs.
+    pub fn stored_slice(&self, namespace: &str, name: &str) -> Option<Arc<EndpointSlice>> {
+        self.index.slices().get(namespace, name).or_else(|| {
+            self.mirroring
+                .as_ref()
+                .and_then(|c| c.slices.get(namespace, name))
+        })
+    }
+
+    pub fn stored_endpoints(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {
+        self.endpoints_store.get(key)
+    }
+}

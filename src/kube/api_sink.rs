@@ -1,0 +1,249 @@
+//! The sink over the Kubernetes API: the engine's writes as HTTP calls, one at a time from the
+//! engine's thread, under a client-side rate limit and only while this replica leads.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::{Client, Resource};
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use tokio::runtime::Handle;
+
+use super::convert::{endpoint_slice_to_k8s, endpoints_to_k8s, time};
+use crate::model::Name;
+use crate::queue::TokenBucket;
+use crate::sink::{Kind, Object, Sink, WriteError};
+
+/// Whether this replica may write: set by leader election, cleared the moment the lease is lost.
+#[derive(Clone, Debug, Default)]
+pub struct WriteGate(Arc<AtomicBool>);
+
+impl WriteGate {
+    pub fn open() -> WriteGate {
+        WriteGate(Arc::new(AtomicBool::new(true)))
+    }
+
+    pub fn closed() -> WriteGate {
+        WriteGate::default()
+    }
+
+    pub fn set(&self, open: bool) {
+        self.0.store(open, Ordering::SeqCst);
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Writes EndpointSlices and Endpoints through a `kube::Client`. Its methods block: call them from
+/// a thread outside the tokio runtime whose handle it holds.
+pub struct ApiSink {
+    client: Client,
+    runtime: Handle,
+    gate: WriteGate,
+    /// `--kube-api-qps` / `--kube-api-burst`, over writes.
+    limiter: Mutex<TokenBucket>,
+    started: Instant,
+}
+
+impl ApiSink {
+    pub fn new(client: Client, runtime: Handle, gate: WriteGate, qps: f64, burst: u32) -> Self {
+        ApiSink {
+            client,
+            runtime,
+            gate,
+            limiter: Mutex::new(TokenBucket::new(qps, burst)),
+            started: Instant::now(),
+        }
+    }
+
+    /// Waits for a write token, then checks that this replica still leads.
+    fn admit(&self) -> Result<(), WriteError> {
+        let wait = self.limiter.lock().reserve(self.started.elapsed());
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
+        if self.gate.is_open() {
+            Ok(())
+        } else {
+            Err(WriteError::Status {
+                code: 503,
+                reason: "NotLeader".to_string(),
+                message: "this replica does not hold the leader lease; the write was not sent"
+                    .to_string(),
+            })
+        }
+    }
+
+    fn api<K>(&self, namespace: &str) -> Api<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>,
+        K::DynamicType: Default,
+    {
+        Api::namespaced(self.client.clone(), namespace)
+    }
+
+    fn call<T>(
+        &self,
+        kind: Kind,
+        (namespace, name): (&Name, &Name),
+        fut: impl Future<Output = Result<T, kube::Error>>,
+    ) -> Result<T, WriteError> {
+        self.runtime
+            .block_on(fut)
+            .map_err(|e| write_error(kind, namespace, name, e))
+    }
+
+    /// Creates or replaces `object`, and takes the stored metadata from the server's answer: the
+    /// object itself stays shared.
+    fn write(&self, mut object: Object, create: bool) -> Result<Object, WriteError> {
+        self.admit()?;
+        let kind = object.kind();
+        let meta = object.meta();
+        let (namespace, name) = (meta.namespace.clone(), meta.name.clone());
+        let stored = match &object {
+            Object::EndpointSlice(slice) => self.send::<discovery::EndpointSlice>(
+                kind,
+                &namespace,
+                &name,
+                endpoint_slice_to_k8s(slice),
+                create,
+            )?,
+            Object::Endpoints(endpoints) => self.send::<core::Endpoints>(
+                kind,
+                &namespace,
+                &name,
+                endpoints_to_k8s(endpoints),
+                create,
+            )?,
+        };
+        let meta = object.meta_mut();
+        if let Some(n) = stored.name {
+            meta.name = Name::new(&n);
+        }
+        meta.uid = stored.uid.as_deref().map(Name::new).unwrap_or_default();
+        meta.resource_version = stored
+            .resource_version
+            .as_deref()
+            .map(Name::new)
+            .unwrap_or_default();
+        meta.generation = stored.generation.unwrap_or(0);
+        meta.creation_timestamp = time(&stored.creation_timestamp);
+        Ok(object)
+    }
+
+    fn send<K>(
+        &self,
+        kind: Kind,
+        namespace: &Name,
+        name: &Name,
+        k8s: K,
+        create: bool,
+    ) -> Result<ObjectMeta, WriteError>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + std::fmt::Debug,
+        K::DynamicType: Default,
+    {
+        let api = self.api::<K>(namespace);
+        let params = PostParams::default();
+        let stored = if create {
+            self.call(kind, (namespace, name), api.create(&params, &k8s))?
+        } else {
+            self.call(kind, (namespace, name), api.replace(name, &params, &k8s))?
+        };
+        Ok(stored.meta().clone())
+    }
+}
+
+impl Sink for ApiSink {
+    fn create(&self, object: Object) -> Result<Object, WriteError> {
+        self.write(object, true)
+    }
+
+    fn update(&self, object: Object) -> Result<Object, WriteError> {
+        self.write(object, false)
+    }
+
+    /// Deletes with the UID the engine saw as a precondition: a slice recreated under the same
+    /// name since is left alone.
+    fn delete(&self, object: &Object) -> Result<(), WriteError> {
+        self.admit()?;
+        let meta = object.meta();
+        let params = DeleteParams {
+            preconditions: (!meta.uid.is_empty()).then(|| Preconditions {
+                uid: Some(meta.uid.to_string()),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        let (namespace, name) = (&meta.namespace, &meta.name);
+        match object {
+            Object::EndpointSlice(_) => {
+                let api = self.api::<discovery::EndpointSlice>(namespace);
+                self.call(object.kind(), (namespace, name), api.delete(name, &params))?;
+            }
+            Object::Endpoints(_) => {
+                let api = self.api::<core::Endpoints>(namespace);
+                self.call(object.kind(), (namespace, name), api.delete(name, &params))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The API server's refusal as the engine's error: conflicts, NotFound, AlreadyExists and
+/// NamespaceTerminating keep their meaning; anything else (server errors, a broken connection)
+/// is a status the queue retries with backoff.
+pub fn write_error(kind: Kind, namespace: &Name, name: &Name, error: kube::Error) -> WriteError {
+    let status = match error {
+        kube::Error::Api(status) => status,
+        other => {
+            return WriteError::Status {
+                code: 503,
+                reason: "ServiceUnavailable".to_string(),
+                message: other.to_string(),
+            };
+        }
+    };
+    let terminating = status
+        .details
+        .as_ref()
+        .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"));
+    match (status.code, status.reason.as_str()) {
+        (403, _) if terminating => WriteError::NamespaceTerminating {
+            kind: kind.resource(),
+            name: name.clone(),
+            namespace: namespace.clone(),
+        },
+        (409, "AlreadyExists") => WriteError::AlreadyExists {
+            kind: kind.resource(),
+            name: name.clone(),
+        },
+        (409, "Conflict") if !status.message.contains("Precondition failed") => {
+            WriteError::Conflict {
+                kind: kind.resource(),
+                name: name.clone(),
+            }
+        }
+        (404, _) => WriteError::NotFound {
+            kind: kind.resource(),
+            name: name.clone(),
+        },
+        (code, reason) => WriteError::Status {
+            code,
+            reason: reason.to_string(),
+            message: status.message.clone(),
+        },
+    }
+}

@@ -1,0 +1,405 @@
+//! `sliced run`: watches feed the engine on its own thread, the engine writes through the API
+//! sink while this replica leads, and everything stops cleanly when asked.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::Client;
+use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Recorder, Reporter};
+use tokio::sync::mpsc;
+
+use super::api_sink::{ApiSink, WriteGate};
+use super::lease::{LeaderElector, LeaseConfig, LeaseError};
+use super::shadow::{DryRunReport, DryRunSink};
+use super::watch::{self, Input};
+use crate::change::{Change, ChangeKind};
+use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord};
+use crate::index::ServiceKey;
+use crate::queue::{Clock, SystemClock};
+use crate::reconcile::{Event, EventType};
+use crate::sink::Sink;
+
+/// Everything `run` needs besides the client.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub engine: EngineOptions,
+    /// `--kube-api-qps` and `--kube-api-burst`: the client-side limit on writes.
+    pub kube_api_qps: f64,
+    pub kube_api_burst: u32,
+    /// `None` with `--leader-elect=false`: this replica writes from the start.
+    pub leader_election: Option<LeaseConfig>,
+    /// `--dry-run`: reconcile and report, write nothing.
+    pub dry_run: bool,
+    pub dry_run_summary_interval: Duration,
+    /// Objects per page of the initial lists.
+    pub page_size: u32,
+    /// The name events are reported under (`reportingController`).
+    pub reporting_controller: String,
+    /// This replica's name in events and the lease.
+    pub identity: String,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            engine: EngineOptions::default(),
+            kube_api_qps: 20.0,
+            kube_api_burst: 30,
+            leader_election: None,
+            dry_run: false,
+            dry_run_summary_interval: Duration::from_secs(60),
+            page_size: 500,
+            reporting_controller: "sliced".to_string(),
+            identity: "sliced".to_string(),
+        }
+    }
+}
+
+/// Why `run` stopped other than by being asked to.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    #[error("the engine thread stopped: {0}")]
+    Engine(String),
+}
+
+/// What a finished run did.
+#[derive(Clone, Debug, Default)]
+pub struct RunSummary {
+    pub stats: EngineStats,
+    /// Whether this replica led at some point.
+    pub led: bool,
+}
+
+/// The state `run` shares with whoever watches it (the HTTP endpoint, tests).
+#[derive(Clone)]
+pub struct RunState {
+    pub engine: Arc<Engine>,
+    /// Every watch has delivered its first full list.
+    pub synced: Arc<AtomicBool>,
+    pub gate: WriteGate,
+    /// Shadow mode's report, when it runs.
+    pub dry_run: Option<Arc<DryRunReport>>,
+}
+
+impl RunState {
+    pub fn new(options: &RunOptions) -> RunState {
+        let mut engine_options = options.engine.clone();
+        if options.dry_run {
+            // Nothing written may be believed; every sync compares with the cluster in full.
+            engine_options.observe_writes = false;
+            engine_options.incremental = false;
+        }
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        RunState {
+            engine: Arc::new(Engine::new(engine_options, clock)),
+            synced: Arc::new(AtomicBool::new(false)),
+            gate: if options.leader_election.is_some() {
+                WriteGate::closed()
+            } else {
+                WriteGate::open()
+            },
+            dry_run: options.dry_run.then(Arc::default),
+        }
+    }
+}
+
+/// Runs until `shutdown` completes, the lease is lost, or the engine stops. On shutdown the
+/// batch being written finishes, then the lease is released.
+pub async fn run(
+    client: Client,
+    options: RunOptions,
+    state: RunState,
+    metrics: Option<std::net::TcpListener>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<RunSummary, RunError> {
+    // Wired to the HTTP endpoint below.
+    let _ = metrics;
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let kinds = watch::watched_kinds(state.engine.options().controllers);
+    let watches: Vec<_> = kinds
+        .iter()
+        .map(|&kind| watch::spawn(client.clone(), kind, options.page_size, tx.clone()))
+        .collect();
+    drop(tx);
+
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let recorder = (!options.dry_run).then(|| {
+        let reporter = Reporter {
+            controller: options.reporting_controller.clone(),
+            instance: Some(options.identity.clone()),
+        };
+        tokio::spawn(publish_events(
+            Recorder::new(client.clone(), reporter),
+            events_rx,
+        ))
+    });
+
+    let sink: Box<dyn Sink> = match &state.dry_run {
+        Some(_) => Box::new(DryRunSink::new(Arc::clone(&state.engine))),
+        None => Box::new(ApiSink::new(
+            client.clone(),
+            tokio::runtime::Handle::current(),
+            state.gate.clone(),
+            options.kube_api_qps,
+            options.kube_api_burst,
+        )),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let engine_loop = EngineLoop {
+        engine: Arc::clone(&state.engine),
+        input: rx,
+        sink,
+        gate: state.gate.clone(),
+        stop: Arc::clone(&stop),
+        needed: kinds.into_iter().collect(),
+        synced: Arc::clone(&state.synced),
+        dry_run: state.dry_run.clone(),
+        events: events_tx,
+    };
+    // Dropped when the thread ends, however it ends.
+    let (done_tx, engine_done) = tokio::sync::oneshot::channel::<()>();
+    let engine_thread = thread::Builder::new()
+        .name("sliced-engine".to_string())
+        .spawn(move || {
+            engine_loop.run();
+            drop(done_tx);
+        })
+        .map_err(|e| RunError::Engine(e.to_string()))?;
+
+    let summary_task = state.dry_run.clone().map(|report| {
+        let every = options
+            .dry_run_summary_interval
+            .max(Duration::from_millis(100));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                report.log_summary();
+            }
+        })
+    });
+
+    let mut elector = options
+        .leader_election
+        .clone()
+        .map(|config| LeaderElector::new(client.clone(), config));
+    let leading = {
+        let gate = state.gate.clone();
+        let elector = elector.as_mut();
+        async move {
+            match elector {
+                None => std::future::pending::<LeaseError>().await,
+                Some(elector) => {
+                    elector.acquire().await;
+                    tracing::info!(
+                        identity = elector.identity(),
+                        "leader election: acquired the lease"
+                    );
+                    gate.set(true);
+                    elector.keep(&gate).await
+                }
+            }
+        }
+    };
+    let outcome = tokio::select! {
+        () = shutdown => Ok(()),
+        lost = leading => Err(RunError::Lease(lost)),
+        _ = engine_done => Err(RunError::Engine("it ended before shutdown".to_string())),
+    };
+    let led = state.gate.is_open()
+        || outcome
+            .as_ref()
+            .is_err_and(|e| matches!(e, RunError::Lease(_)));
+
+    // Stop: the batch in progress finishes its writes, then nothing more is written.
+    stop.store(true, Ordering::SeqCst);
+    for w in &watches {
+        w.abort();
+    }
+    let joined = tokio::task::spawn_blocking(move || engine_thread.join());
+    if let Ok(Ok(Err(_))) = tokio::time::timeout(Duration::from_secs(60), joined).await {
+        tracing::error!("the engine thread panicked");
+    }
+    state.gate.set(false);
+    if let Some(task) = summary_task {
+        task.abort();
+    }
+    if let Some(report) = &state.dry_run {
+        report.log_summary();
+    }
+    if let Some(task) = recorder {
+        // Events already queued are sent; the channel closed with the engine's loop.
+        let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
+    }
+    if let Some(elector) = elector.as_mut()
+        && let Err(e) = elector.release().await
+    {
+        tracing::warn!(error = %e, "leader election: could not release the lease");
+    }
+    outcome.map(|()| RunSummary {
+        stats: state.engine.stats(),
+        led,
+    })
+}
+
+/// The engine's thread: takes watch input, and syncs what is ready once every cache is filled
+/// and this replica leads.
+struct EngineLoop {
+    engine: Arc<Engine>,
+    input: Receiver<Input>,
+    sink: Box<dyn Sink>,
+    gate: WriteGate,
+    stop: Arc<AtomicBool>,
+    needed: HashSet<ChangeKind>,
+    synced: Arc<AtomicBool>,
+    dry_run: Option<Arc<DryRunReport>>,
+    events: mpsc::UnboundedSender<(ServiceKey, Option<String>, Event)>,
+}
+
+/// The longest the loop sleeps without looking at the stop flag.
+const IDLE_WAIT: Duration = Duration::from_millis(50);
+/// Inputs taken in one go before syncs get a turn.
+const MAX_INPUTS_PER_TURN: usize = 10_000;
+
+impl EngineLoop {
+    fn run(mut self) {
+        let mut started = false;
+        while !self.stop.load(Ordering::SeqCst) {
+            let wait = if started && self.gate.is_open() {
+                self.engine
+                    .next_ready_at()
+                    .map_or(IDLE_WAIT, |at| at.saturating_sub(self.engine.now()))
+                    .min(IDLE_WAIT)
+            } else {
+                IDLE_WAIT
+            };
+            match self.input.recv_timeout(wait) {
+                Ok(input) => {
+                    self.take(input);
+                    for _ in 0..MAX_INPUTS_PER_TURN {
+                        match self.input.try_recv() {
+                            Ok(input) => self.take(input),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+            if !started && self.needed.is_empty() {
+                started = true;
+                self.engine.start();
+                self.synced.store(true, Ordering::SeqCst);
+                tracing::info!("caches synced: reconciling");
+            }
+            if started && self.gate.is_open() {
+                let records = self.engine.sync_ready(self.sink.as_ref());
+                self.after_syncs(&records);
+            }
+        }
+    }
+
+    fn take(&mut self, input: Input) {
+        match input {
+            Input::Change(change) => self.engine.handle(&change),
+            Input::Listed { kind, seen } => {
+                if let Some(seen) = seen {
+                    let gone: Vec<_> = self
+                        .engine
+                        .stored_keys(kind)
+                        .into_iter()
+                        .filter(|key| !seen.contains(key))
+                        .collect();
+                    tracing::info!(kind = kind.as_str(), deleted = gone.len(), "relisted");
+                    for (namespace, name) in gone {
+                        self.engine.handle(&Change::deleted(kind, namespace, name));
+                    }
+                }
+                self.needed.remove(&kind);
+            }
+            Input::Invalid {
+                kind,
+                object,
+                error,
+            } => tracing::warn!(
+                kind = kind.as_str(),
+                object = %object,
+                error = %error,
+                "ignoring an object that cannot be read; the version held before, if any, is kept"
+            ),
+            Input::WatchError { kind, message } => tracing::warn!(
+                kind = kind.as_str(),
+                error = %message,
+                "watch failed; retrying with backoff"
+            ),
+        }
+    }
+
+    fn after_syncs(&self, records: &[SyncRecord]) {
+        for r in records {
+            if let Some(message) = &r.message {
+                tracing::warn!(
+                    controller = r.controller,
+                    service = %r.service,
+                    dropped = r.dropped,
+                    "sync failed: {message}"
+                );
+            }
+        }
+        if let Some(report) = &self.dry_run {
+            report.observe(records);
+        }
+        for (service, event) in self.engine.take_events() {
+            if self.dry_run.is_some() {
+                tracing::info!(service = %service, reason = event.reason, "dry run: would record event: {}", event.message);
+            } else {
+                let uid = self
+                    .engine
+                    .index()
+                    .services()
+                    .get(&service.namespace, &service.name)
+                    .map(|s| s.meta.uid.to_string())
+                    .filter(|u| !u.is_empty());
+                let _ = self.events.send((service, uid, event));
+            }
+        }
+    }
+}
+
+/// Records events on Services, as upstream's controllers do.
+async fn publish_events(
+    recorder: Recorder,
+    mut events: mpsc::UnboundedReceiver<(ServiceKey, Option<String>, Event)>,
+) {
+    while let Some((service, uid, event)) = events.recv().await {
+        let reference = ObjectReference {
+            api_version: Some("v1".to_string()),
+            kind: Some("Service".to_string()),
+            namespace: Some(service.namespace.to_string()),
+            name: Some(service.name.to_string()),
+            uid,
+            ..ObjectReference::default()
+        };
+        let published = KubeEvent {
+            type_: match event.event_type {
+                EventType::Normal => KubeEventType::Normal,
+                EventType::Warning => KubeEventType::Warning,
+            },
+            reason: event.reason.to_string(),
+            note: Some(event.message),
+            action: "Reconcile".to_string(),
+            secondary: None,
+        };
+        if let Err(e) = recorder.publish(&published, &reference).await {
+            tracing::warn!(service = %service, error = %e, "could not record an event");
+        }
+    }
+}
