@@ -247,3 +247,60 @@ pub fn write_error(kind: Kind, namespace: &Name, name: &Name, error: kube::Error
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use kube::core::Status;
+
+    use super::*;
+
+    fn api_error(code: u16, reason: &str, message: &str, cause: Option<&str>) -> kube::Error {
+        let mut status = serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "status": "Failure",
+            "code": code, "reason": reason, "message": message,
+        });
+        if let Some(cause) = cause {
+            status["details"] = serde_json::json!({"causes": [{"reason": cause, "message": "x"}]});
+        }
+        match serde_json::from_value::<Status>(status) {
+            Ok(s) => kube::Error::Api(Box::new(s)),
+            Err(e) => panic!("a Status: {e}"),
+        }
+    }
+
+    fn map(e: kube::Error) -> WriteError {
+        write_error(Kind::EndpointSlice, &Name::new("ns"), &Name::new("web-abc"), e)
+    }
+
+    #[test]
+    fn api_refusals_keep_their_meaning() {
+        let conflict = map(api_error(409, "Conflict", "the object has been modified", None));
+        assert!(matches!(conflict, WriteError::Conflict { .. }));
+        let precondition = map(api_error(
+            409,
+            "Conflict",
+            "Precondition failed: UID in precondition: a, UID in object meta: b",
+            None,
+        ));
+        assert!(precondition.is_conflict());
+        assert!(matches!(precondition, WriteError::Status { code: 409, .. }));
+        assert!(matches!(
+            map(api_error(409, "AlreadyExists", "exists", None)),
+            WriteError::AlreadyExists { .. }
+        ));
+        assert!(map(api_error(404, "NotFound", "gone", None)).is_not_found());
+        let terminating = map(api_error(
+            403,
+            "Forbidden",
+            "unable to create new content in namespace ns because it is being terminated",
+            Some("NamespaceTerminating"),
+        ));
+        assert!(terminating.is_namespace_terminating());
+        // Forbidden for any other cause (RBAC) is not a terminating namespace.
+        let rbac = map(api_error(403, "Forbidden", "cannot create", None));
+        assert!(!rbac.is_namespace_terminating());
+        assert_eq!(rbac.status_code(), 403);
+        let invalid = map(api_error(422, "Invalid", "bad field", None));
+        assert_eq!(invalid.status_code(), 422);
+    }
+}
