@@ -24,8 +24,10 @@ impl Controllers {
     pub const NAMES: [&'static str; 3] = ["endpointslice", "endpoints", "mirroring"];
 
     /// A comma-separated list of controller names; `all` (or nothing) selects every one.
-    /// kube-controller-manager's spelling is accepted too: `*` for every one, `endpoint` and
-    /// `endpointslice-mirroring` as names, and `-name` to switch one off whatever else is listed.
+    /// kube-controller-manager's spelling is accepted too: `*` for every one, its names
+    /// (`endpoint`, `endpointslice`, `endpointslicemirroring`, and the newer `endpoints-controller`,
+    /// `endpointslice-controller`, `endpointslice-mirroring-controller`), and `-name` to switch one
+    /// off whatever else is listed.
     pub fn parse(list: &str) -> Result<Controllers, String> {
         let mut selected = Controllers {
             endpointslice: false,
@@ -45,13 +47,18 @@ impl Controllers {
                 None => (&mut selected, entry),
             };
             match name {
-                "endpointslice" => target.endpointslice = true,
-                "endpoints" | "endpoint" => target.endpoints = true,
-                "mirroring" | "endpointslice-mirroring" => target.mirroring = true,
+                "endpointslice" | "endpointslice-controller" => target.endpointslice = true,
+                "endpoints" | "endpoint" | "endpoints-controller" => target.endpoints = true,
+                "mirroring"
+                | "endpointslicemirroring"
+                | "endpointslice-mirroring"
+                | "endpointslice-mirroring-controller" => target.mirroring = true,
                 _ => {
                     return Err(format!(
                         "--controllers: unknown controller {entry:?} (known: all, {}; \
-                         kube-controller-manager's *, endpoint, endpointslice-mirroring and -name)",
+                         kube-controller-manager's *, endpoint, endpointslicemirroring, \
+                         endpoints-controller, endpointslice-controller, \
+                         endpointslice-mirroring-controller and -name)",
                         Controllers::NAMES.join(", ")
                     ));
                 }

@@ -23,7 +23,7 @@ pub struct RunArgs {
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
     /// Controllers to run, as kube-controller-manager's --controllers: `*` for all, names
-    /// (endpointslice, endpoint, endpointslice-mirroring), `-name` to switch one off.
+    /// (endpointslice, endpoint, endpointslicemirroring), `-name` to switch one off.
     #[arg(long, default_value = "*")]
     controllers: String,
     /// Parallel reconcile workers.
