@@ -269,12 +269,22 @@ mod tests {
     }
 
     fn map(e: kube::Error) -> WriteError {
-        write_error(Kind::EndpointSlice, &Name::new("ns"), &Name::new("web-abc"), e)
+        write_error(
+            Kind::EndpointSlice,
+            &Name::new("ns"),
+            &Name::new("web-abc"),
+            e,
+        )
     }
 
     #[test]
     fn api_refusals_keep_their_meaning() {
-        let conflict = map(api_error(409, "Conflict", "the object has been modified", None));
+        let conflict = map(api_error(
+            409,
+            "Conflict",
+            "the object has been modified",
+            None,
+        ));
         assert!(matches!(conflict, WriteError::Conflict { .. }));
         let precondition = map(api_error(
             409,
