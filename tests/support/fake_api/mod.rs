@@ -98,9 +98,14 @@ impl Builder {
         self
     }
 
+    /// A server holding the namespaces every cluster has.
     pub fn build(self) -> FakeApiServer {
+        let mut state = State::new(self.window, self.auto_namespaces);
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            state.ensure_namespace(ns);
+        }
         FakeApiServer {
-            shared: Arc::new(Mutex::new(State::new(self.window, self.auto_namespaces))),
+            shared: Arc::new(Mutex::new(state)),
             bookmark_every: self.bookmark_every,
         }
     }

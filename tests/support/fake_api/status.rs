@@ -132,6 +132,11 @@ impl ApiError {
         Self::new(422, "Invalid", msg, Some(d))
     }
 
+    /// What the handler makes of a storage error that is not a Status.
+    pub fn unknown(code: u16, message: impl Into<String>) -> Self {
+        Self::new(code, "Unknown", message.into(), None)
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message.into(), None)
     }

@@ -151,9 +151,9 @@ impl State {
             );
             return Err(ApiError::invalid(res, "", vec![cause]));
         }
-        if self.get(res, &ns, &name).is_some() {
-            return Err(ApiError::already_exists(res, &name));
-        }
+        // etcd's create refuses a set rv before it looks for the key; the
+        // registry passes that error through as a 500.
+        let rv_set = !meta_str(&obj, "resourceVersion").is_empty();
         for f in [
             "uid",
             "resourceVersion",
@@ -171,6 +171,15 @@ impl State {
         }
         apply_defaults(res, &mut obj, &mut self.alloc);
         validate(res, &obj, None)?;
+        if rv_set {
+            return Err(ApiError::unknown(
+                500,
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        if self.get(res, &ns, &name).is_some() {
+            return Err(ApiError::already_exists(res, &name));
+        }
         canonicalize(&mut obj);
         let rv = if ctx.dry_run { self.rv } else { self.next_rv() };
         set_meta(&mut obj, "resourceVersion", Some(json!(rv.to_string())));
