@@ -174,20 +174,45 @@ async fn paging_is_consistent_at_the_first_pages_rv_while_writes_happen() {
 }
 
 #[tokio::test]
-async fn continue_token_older_than_the_history_is_expired() {
-    let server = FakeApiServer::builder().history_window(10).build();
+async fn watch_window_and_compaction_expire_separately() {
+    let server = FakeApiServer::builder()
+        .history_window(10)
+        .compaction_window(40)
+        .build();
     let pods = (0..30).map(|i| pod_json("old", &format!("p{i:02}"), json!({})));
     server.create_many(pods).unwrap();
     let api: Api<Pod> = Api::namespaced(server.client(), "old");
     let first = api.list(&lp().limit(5)).await.unwrap();
-    for i in 0..20 {
-        server
-            .create(pod("old", &format!("q{i:02}"), json!({})))
-            .unwrap();
-    }
+    let at = first.metadata.resource_version.unwrap();
     let token = first.metadata.continue_.unwrap();
-    let next = api.list(&lp().limit(5).continue_token(&token)).await;
-    let err = api_err(next, 410, "Expired");
+    let more = |from: usize| {
+        for i in from..from + 20 {
+            server
+                .create(pod("old", &format!("q{i:02}"), json!({})))
+                .unwrap();
+        }
+    };
+    more(0);
+    // Past the watch cache but not compacted: watches expire, paging goes on.
+    let mut w = api
+        .watch(&WatchParams::default(), &at)
+        .await
+        .unwrap()
+        .boxed();
+    let ev = next(&mut w).await.unwrap();
+    assert!(
+        matches!(ev, WatchEvent::Error(ref e) if e.code == 410),
+        "{ev:?}"
+    );
+    let second = api
+        .list(&lp().limit(5).continue_token(&token))
+        .await
+        .unwrap();
+    assert_eq!(second.metadata.resource_version, Some(at));
+    more(20);
+    more(40);
+    let third = api.list(&lp().limit(5).continue_token(&token)).await;
+    let err = api_err(third, 410, "Expired");
     assert!(
         err.message
             .starts_with("The provided continue parameter is too old")
@@ -616,6 +641,35 @@ async fn streaming_list_watcher() {
     assert!(matches!(next_event(&mut stream).await, Event::Init));
     assert!(matches!(next_event(&mut stream).await, Event::InitApply(_)));
     assert!(matches!(next_event(&mut stream).await, Event::InitDone));
+}
+
+#[tokio::test]
+async fn event_recorder_creates_then_patches_a_series() {
+    use kube::Resource;
+    use kube::runtime::events::{Event as Note, EventType, Recorder, Reporter};
+    let server = FakeApiServer::new();
+    let reporter = Reporter {
+        controller: "sliced".into(),
+        instance: None,
+    };
+    let recorder = Recorder::new(server.client(), reporter);
+    let svc = json!({"metadata": {"name": "web", "namespace": "default"}});
+    let svc: Service = serde_json::from_value(svc).unwrap();
+    let note = Note {
+        type_: EventType::Normal,
+        reason: "Synced".into(),
+        note: Some("slices written".into()),
+        action: "Reconcile".into(),
+        secondary: None,
+    };
+    let reference = svc.object_ref(&());
+    recorder.publish(&note, &reference).await.unwrap();
+    recorder.publish(&note, &reference).await.unwrap();
+    let events = server.list("events.events.k8s.io", "default");
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["series"]["count"], 2);
+    let verbs = server.requests().iter().map(|r| r.verb).collect::<Vec<_>>();
+    assert_eq!(verbs, ["create", "patch"]);
 }
 
 fn rss_mib() -> f64 {

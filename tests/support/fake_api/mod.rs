@@ -75,14 +75,23 @@ pub struct FakeApiServer {
 /// Settings for [`FakeApiServer`].
 pub struct Builder {
     window: usize,
+    retain: usize,
     bookmark_every: Duration,
     auto_namespaces: bool,
 }
 
 impl Builder {
-    /// Changes kept per resource for watch replay and paged reads (default 10,000).
+    /// Changes per resource a watch can resume across (default 10,000);
+    /// an older resourceVersion gets 410 Expired.
     pub fn history_window(mut self, events: usize) -> Self {
         self.window = events.max(1);
+        self
+    }
+
+    /// Changes per resource after which continue tokens and Exact reads
+    /// expire (default 100,000; caps the history window).
+    pub fn compaction_window(mut self, events: usize) -> Self {
+        self.retain = events.max(1);
         self
     }
 
@@ -100,7 +109,7 @@ impl Builder {
 
     /// A server holding the namespaces every cluster has.
     pub fn build(self) -> FakeApiServer {
-        let mut state = State::new(self.window, self.auto_namespaces);
+        let mut state = State::new(self.window, self.retain, self.auto_namespaces);
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             state.ensure_namespace(ns);
         }
@@ -137,6 +146,7 @@ impl FakeApiServer {
     pub fn builder() -> Builder {
         Builder {
             window: 10_000,
+            retain: 100_000,
             bookmark_every: Duration::from_secs(1),
             auto_namespaces: true,
         }

@@ -94,8 +94,10 @@ pub struct Change {
 #[derive(Default)]
 pub struct Table {
     pub objects: BTreeMap<String, Arc<Stored>>,
+    /// Changes kept for paged reads at an older rv (the newest `window` of
+    /// them also serve watch replay).
     pub history: VecDeque<Arc<Change>>,
-    /// The oldest rv one can still watch from or read at (etcd's compaction point).
+    /// The oldest rv one can still read at (etcd's compaction point).
     pub floor_rv: u64,
     pub watchers: Vec<WatcherTx>,
 }
@@ -136,18 +138,23 @@ pub struct State {
     pub rv: u64,
     pub tables: Vec<Table>,
     pub alloc: Allocator,
+    /// Changes per resource a watch can replay (the watch cache's size).
     pub window: usize,
+    /// Changes per resource kept for consistent paged reads (etcd's
+    /// compaction, which is by time upstream; by count here).
+    pub retain: usize,
     pub auto_namespaces: bool,
     pub faults: Faults,
 }
 
 impl State {
-    pub fn new(window: usize, auto_namespaces: bool) -> Self {
+    pub fn new(window: usize, retain: usize, auto_namespaces: bool) -> Self {
         State {
             rv: 1,
             tables: KINDS.iter().map(|_| Table::default()).collect(),
             alloc: Allocator::default(),
-            window,
+            window: window.min(retain),
+            retain,
             auto_namespaces,
             faults: Faults::default(),
         }
@@ -203,10 +210,10 @@ impl State {
             obj,
             prev,
         });
-        let window = self.window;
+        let retain = self.retain;
         let table = &mut self.tables[res];
         table.history.push_back(change.clone());
-        while table.history.len() > window {
+        while table.history.len() > retain {
             if let Some(old) = table.history.pop_front() {
                 table.floor_rv = old.rv;
             }
@@ -232,10 +239,14 @@ impl State {
     /// Changes of `res` strictly after `rv`, or Expired when `rv` is compacted.
     pub fn changes_since(&self, res: ResId, rv: u64) -> Result<Vec<Arc<Change>>, ApiError> {
         let table = &self.tables[res];
-        if rv < table.floor_rv {
+        let len = table.history.len();
+        let floor = match len.checked_sub(self.window + 1) {
+            Some(i) => table.history[i].rv,
+            None => table.floor_rv,
+        };
+        if rv < floor {
             return Err(ApiError::expired(format!(
-                "too old resource version: {rv} ({})",
-                table.floor_rv
+                "too old resource version: {rv} ({floor})"
             )));
         }
         let start = table.history.partition_point(|c| c.rv <= rv);
