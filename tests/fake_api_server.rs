@@ -672,6 +672,50 @@ async fn event_recorder_creates_then_patches_a_series() {
     assert_eq!(verbs, ["create", "patch"]);
 }
 
+#[tokio::test]
+async fn odds_and_ends_of_http_semantics() {
+    use k8s_openapi::api::core::v1::Endpoints;
+    let server = FakeApiServer::new();
+    server.create(slice("default", "a", &["10.0.0.1"])).unwrap();
+    // A watch without an rv starts with the current state as ADDED.
+    let slices: Api<Slice> = Api::default_namespaced(server.client());
+    let mut w = slices
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    assert!(matches!(next_raw(&mut w).await, WatchEvent::Added(s) if s.name_any() == "a"));
+
+    // HTTP creates reset status that has a subresource.
+    let pods: Api<Pod> = Api::default_namespaced(server.client());
+    let mut p = pod("default", "p", json!({}));
+    p.status = serde_json::from_value(json!({"phase": "Running"})).unwrap();
+    let created = pods.create(&pp(), &p).await.unwrap();
+    assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"));
+
+    // Dry runs change nothing; Endpoints may be created by PUT.
+    let dry = PostParams {
+        dry_run: true,
+        ..pp()
+    };
+    pods.create(&dry, &pod("default", "dry", json!({})))
+        .await
+        .unwrap();
+    api_err(pods.get("dry").await, 404, "NotFound");
+    let eps: Api<Endpoints> = Api::default_namespaced(server.client());
+    let ep = json!({"metadata": {"name": "web"}, "subsets": [{"ports": [{"port": 80}]}]});
+    let ep: Endpoints = serde_json::from_value(ep).unwrap();
+    let made = eps.replace("web", &pp(), &ep).await.unwrap();
+    let subsets = made.subsets.unwrap();
+    let port = &subsets[0].ports.as_ref().unwrap()[0];
+    assert_eq!(port.protocol.as_deref(), Some("TCP"));
+
+    // Services and pods answer DELETE with the object, at the deletion's rv.
+    let gone = delete(&pods, "p", dp()).await;
+    assert_eq!(rv(&gone), server.resource_version());
+    assert_eq!(server.count("delete", "pods"), 1);
+}
+
 fn rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kib = status

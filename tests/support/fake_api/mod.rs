@@ -7,20 +7,35 @@
 //! #[path = "support/fake_api/mod.rs"]
 //! mod fake_api;
 //! use fake_api::FakeApiServer;
+//!
+//! let server = FakeApiServer::new(); // inside a tokio runtime
+//! server.create(&my_service)?;       // direct store write, emits watch events
+//! let client = server.client();      // hand to the code under test
+//! server.fail_next("update", "endpointslices", 409, 1);
+//! assert_eq!(server.writes("endpointslices"), 3);
 //! ```
 //!
 //! It behaves like the real server rather than replaying a script: one
-//! global resourceVersion, consistent paged lists, watches replayed from a
-//! bounded history (410 Expired past it), optimistic concurrency, no-op
-//! updates, generation rules, NamespaceLifecycle admission, finalizers,
-//! graceful pod deletion, and Status errors worded as apimachinery's.
+//! global resourceVersion; lists paged with continue tokens served at the
+//! first page's rv (MVCC over the change history); watches replayed from a
+//! bounded per-resource window, with 410 Expired past it, bookmarks and
+//! timeouts; optimistic concurrency; no-op updates that keep the rv;
+//! per-kind generation and status-subresource rules; NamespaceLifecycle
+//! admission; finalizers; graceful pod deletion; Status errors worded as
+//! apimachinery's. List items carry no kind/apiVersion (as upstream; single
+//! objects and watch events do). Starts with the four system namespaces.
 //!
 //! Approximations, on purpose:
 //! - Strategic merge patch is applied as a JSON merge patch (lists replace
 //!   rather than merge by key); server-side apply is create-or-merge, without
-//!   field ownership. JSON patch is refused with 415.
+//!   field ownership or managedFields. JSON patch (415) and deletecollection
+//!   (405) are refused.
+//! - Compaction is by a count of changes per resource, not by time.
 //! - Validation covers only a high-value subset (names; EndpointSlice
 //!   addressType, its immutability and size limits).
+//! - Defaulting covers what endpoint controllers read: Service type,
+//!   ClusterIP(s) from 10.96.0.0/12, single-stack IPv4 families, node ports,
+//!   port protocols and targetPort; a few Pod spec defaults.
 //! - Endpoints subsets are stored as written (no RepackSubsets).
 //! - core/v1 and events.k8s.io/v1 Events are separate stores, not one
 //!   resource seen through two versions.

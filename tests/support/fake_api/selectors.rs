@@ -111,10 +111,6 @@ impl LabelSelector {
         Ok(LabelSelector(reqs))
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     pub fn matches(&self, labels: &[(Box<str>, Box<str>)]) -> bool {
         let get = |k: &str| labels.iter().find(|(lk, _)| &**lk == k).map(|(_, v)| &**v);
         self.0.iter().all(|(key, op)| match (op, get(key)) {
@@ -172,18 +168,6 @@ impl FieldSelector {
             reqs.push((field, eq, value.trim().to_owned()));
         }
         Ok(FieldSelector(reqs))
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The single name this selector pins, if any (lets a GET-by-name watch skip the scan).
-    pub fn pinned_name(&self) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(f, eq, _)| *f == Field::Name && *eq)
-            .map(|(_, _, v)| v.as_str())
     }
 
     pub fn matches(&self, namespace: &str, name: &str, extra: &[Box<str>]) -> bool {

@@ -67,10 +67,6 @@ impl Stored {
     pub fn typed_value(&self, res: ResId) -> Value {
         serde_json::from_slice(&self.typed_bytes(res)).expect("stored bytes are JSON")
     }
-
-    pub fn uid(&self) -> String {
-        meta_str(&self.value(), "uid").to_owned()
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
