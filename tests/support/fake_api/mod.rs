@@ -1,0 +1,369 @@
+//! An in-process fake Kubernetes API server for end-to-end tests: a tower
+//! service that `kube::Client` talks to as it would to a real apiserver.
+//!
+//! Include it from a test crate (path relative to `tests/`):
+//!
+//! ```ignore
+//! #[path = "support/fake_api/mod.rs"]
+//! mod fake_api;
+//! use fake_api::FakeApiServer;
+//!
+//! let server = FakeApiServer::new(); // inside a tokio runtime
+//! server.create(&my_service)?;       // direct store write, emits watch events
+//! let client = server.client();      // hand to the code under test
+//! server.fail_next("update", "endpointslices", 409, 1);
+//! assert_eq!(server.writes("endpointslices"), 3);
+//! ```
+//!
+//! It behaves like the real server rather than replaying a script: one
+//! global resourceVersion; lists paged with continue tokens served at the
+//! first page's rv (MVCC over the change history); watches replayed from a
+//! bounded per-resource window, with 410 Expired past it, bookmarks and
+//! timeouts; optimistic concurrency; no-op updates that keep the rv;
+//! per-kind generation and status-subresource rules; NamespaceLifecycle
+//! admission; finalizers; graceful pod deletion; Status errors worded as
+//! apimachinery's. List items carry no kind/apiVersion (as upstream; single
+//! objects and watch events do). Starts with the four system namespaces.
+//!
+//! Approximations, on purpose:
+//! - Strategic merge patch is applied as a JSON merge patch (lists replace
+//!   rather than merge by key); server-side apply is create-or-merge, without
+//!   field ownership or managedFields. JSON patch (415) and deletecollection
+//!   (405) are refused.
+//! - Compaction is by a count of changes per resource, not by time.
+//! - Validation covers only a high-value subset (names; EndpointSlice
+//!   addressType, its immutability and size limits).
+//! - Defaulting covers what endpoint controllers read: Service type,
+//!   ClusterIP(s) from 10.96.0.0/12, single-stack IPv4 families, node ports,
+//!   port protocols and targetPort; a few Pod spec defaults.
+//! - Endpoints subsets are stored as written (no RepackSubsets).
+//! - core/v1 and events.k8s.io/v1 Events are separate stores, not one
+//!   resource seen through two versions.
+//! - `resourceVersion=0` lists honour `limit` (the watch cache may not).
+//! - Slow watch consumers are never cut off (queues are unbounded).
+//! - Direct store writes (not HTTP) may set status on any kind and
+//!   auto-create a missing namespace; they are not in the request log.
+
+// Each including test crate uses a different part of this API.
+#![allow(dead_code)]
+
+mod faults;
+mod handlers;
+mod json;
+mod resources;
+mod selectors;
+mod status;
+mod store;
+mod watch;
+mod writes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+pub use faults::RequestRecord;
+pub use handlers::FakeService;
+pub use status::ApiError;
+
+use json::meta_str;
+use resources::{KINDS, ResId};
+use store::State;
+use watch::Shared;
+use writes::{Origin, Reply, WriteCtx};
+
+const DIRECT: WriteCtx = WriteCtx {
+    origin: Origin::Direct,
+    dry_run: false,
+};
+
+/// Cheap-to-clone handle on one fake API server.
+#[derive(Clone)]
+pub struct FakeApiServer {
+    shared: Shared,
+    bookmark_every: Duration,
+}
+
+/// Settings for [`FakeApiServer`].
+pub struct Builder {
+    window: usize,
+    retain: usize,
+    bookmark_every: Duration,
+    auto_namespaces: bool,
+}
+
+impl Builder {
+    /// Changes per resource a watch can resume across (default 10,000);
+    /// an older resourceVersion gets 410 Expired.
+    pub fn history_window(mut self, events: usize) -> Self {
+        self.window = events.max(1);
+        self
+    }
+
+    /// Changes per resource after which continue tokens and Exact reads
+    /// expire (default 100,000; caps the history window).
+    pub fn compaction_window(mut self, events: usize) -> Self {
+        self.retain = events.max(1);
+        self
+    }
+
+    /// Period of BOOKMARK events on watches that allow them (default 1 s).
+    pub fn bookmark_interval(mut self, every: Duration) -> Self {
+        self.bookmark_every = every;
+        self
+    }
+
+    /// Whether direct-store creates auto-create a missing namespace (default true).
+    pub fn auto_create_namespaces(mut self, on: bool) -> Self {
+        self.auto_namespaces = on;
+        self
+    }
+
+    /// A server holding the namespaces every cluster has.
+    pub fn build(self) -> FakeApiServer {
+        let mut state = State::new(self.window, self.retain, self.auto_namespaces);
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            state.ensure_namespace(ns);
+        }
+        FakeApiServer {
+            shared: Arc::new(Mutex::new(state)),
+            bookmark_every: self.bookmark_every,
+        }
+    }
+}
+
+impl Default for FakeApiServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn resource(name: &str) -> ResId {
+    resources::by_name(name).unwrap_or_else(|| panic!("the fake serves no resource {name:?}"))
+}
+
+fn typed_resource(obj: &Value) -> Result<ResId, ApiError> {
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    resources::by_type(api_version, kind).ok_or_else(|| {
+        ApiError::bad_request(format!("the fake serves no {api_version:?} {kind:?}"))
+    })
+}
+
+impl FakeApiServer {
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    pub fn builder() -> Builder {
+        Builder {
+            window: 10_000,
+            retain: 100_000,
+            bookmark_every: Duration::from_secs(1),
+            auto_namespaces: true,
+        }
+    }
+
+    /// A client whose every request this server answers. Needs a tokio runtime.
+    pub fn client(&self) -> kube::Client {
+        kube::Client::new(FakeService(self.clone()), "default")
+    }
+
+    pub fn service(&self) -> FakeService {
+        FakeService(self.clone())
+    }
+
+    // ---- direct store operations (a user's kubectl, and the kubelet) ----
+
+    /// Creates an object given with apiVersion and kind (typed or JSON).
+    pub fn create(&self, obj: impl Serialize) -> Result<Value, ApiError> {
+        let v = serde_json::to_value(obj).expect("object serializes");
+        let res = typed_resource(&v)?;
+        let out = self.shared.lock().create(res, "", v, DIRECT)?;
+        Ok(reply_value(res, out.reply))
+    }
+
+    /// Creates many objects under one lock; returns how many.
+    pub fn create_many<T: Serialize>(
+        &self,
+        objs: impl IntoIterator<Item = T>,
+    ) -> Result<usize, ApiError> {
+        let mut state = self.shared.lock();
+        let mut n = 0;
+        for obj in objs {
+            let v = serde_json::to_value(obj).expect("object serializes");
+            let res = typed_resource(&v)?;
+            state.create(res, "", v, DIRECT)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Replaces an object; a resourceVersion in it is a precondition.
+    pub fn replace(&self, obj: impl Serialize) -> Result<Value, ApiError> {
+        let v = serde_json::to_value(obj).expect("object serializes");
+        let res = typed_resource(&v)?;
+        let name = meta_str(&v, "name").to_owned();
+        let out = self
+            .shared
+            .lock()
+            .update(res, "", &name, v, false, DIRECT)?;
+        Ok(reply_value(res, out.reply))
+    }
+
+    /// Creates, or replaces unconditionally (the object's rv is ignored).
+    pub fn apply(&self, obj: impl Serialize) -> Result<Value, ApiError> {
+        let mut v = serde_json::to_value(obj).expect("object serializes");
+        let res = typed_resource(&v)?;
+        json::set_meta(&mut v, "resourceVersion", None);
+        let name = meta_str(&v, "name").to_owned();
+        let ns = meta_str(&v, "namespace").to_owned();
+        let ns = if ns.is_empty() && KINDS[res].namespaced {
+            "default".to_owned()
+        } else {
+            ns
+        };
+        let mut state = self.shared.lock();
+        let out = if state.get(res, &ns, &name).is_some() {
+            state.update(res, &ns, &name, v, false, DIRECT)?
+        } else {
+            state.create(res, &ns, v, DIRECT)?
+        };
+        Ok(reply_value(res, out.reply))
+    }
+
+    /// Deletes now (grace period 0); finalizers still hold the object.
+    pub fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
+        self.delete_with(resource, namespace, name, json!({"gracePeriodSeconds": 0}))
+    }
+
+    /// Deletes with DeleteOptions exactly as an HTTP DELETE would.
+    pub fn delete_with(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        options: Value,
+    ) -> Result<Value, ApiError> {
+        let res = self::resource(resource);
+        let out = self
+            .shared
+            .lock()
+            .delete(res, namespace, name, &options, DIRECT)?;
+        Ok(reply_value(res, out.reply))
+    }
+
+    /// Current object with kind and apiVersion.
+    pub fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Value> {
+        let res = self::resource(resource);
+        let obj = self.shared.lock().get(res, namespace, name)?;
+        Some(obj.typed_value(res))
+    }
+
+    pub fn get_as<K: DeserializeOwned>(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<K> {
+        self.get(resource, namespace, name)
+            .map(|v| serde_json::from_value(v).expect("stored object fits the type"))
+    }
+
+    /// Current objects in key order; namespace "" means all.
+    pub fn list(&self, resource: &str, namespace: &str) -> Vec<Value> {
+        let res = self::resource(resource);
+        let items = self.shared.lock().all(res, namespace);
+        items.iter().map(|o| o.typed_value(res)).collect()
+    }
+
+    pub fn list_as<K: DeserializeOwned>(&self, resource: &str, namespace: &str) -> Vec<K> {
+        self.list(resource, namespace)
+            .into_iter()
+            .map(|v| serde_json::from_value(v).expect("stored object fits the type"))
+            .collect()
+    }
+
+    pub fn ensure_namespace(&self, namespace: &str) {
+        self.shared.lock().ensure_namespace(namespace);
+    }
+
+    /// `kubectl delete namespace`: it goes Terminating and refuses new content.
+    pub fn terminate_namespace(&self, namespace: &str) -> Result<(), ApiError> {
+        self.delete_with("namespaces", "", namespace, Value::Null)
+            .map(drop)
+    }
+
+    /// The namespace controller's work: remove everything in it, then it.
+    pub fn finish_namespace(&self, namespace: &str) {
+        self.shared.lock().finish_namespace(namespace);
+    }
+
+    /// The latest resourceVersion handed out.
+    pub fn resource_version(&self) -> u64 {
+        self.shared.lock().rv
+    }
+
+    // ---- watches and faults ----
+
+    /// Ends every open watch and compacts all history: a client resuming at
+    /// its last rv gets 410 Expired and must relist.
+    pub fn expire_watches(&self) {
+        self.shared.lock().compact_all();
+    }
+
+    /// Sends a BOOKMARK at the current rv on every watch that allows them.
+    pub fn send_bookmarks(&self) {
+        watch::bookmark_all(&mut self.shared.lock());
+    }
+
+    pub fn open_watches(&self) -> usize {
+        watch::open_watches(&mut self.shared.lock())
+    }
+
+    /// The next `times` requests of `verb` on `resource` fail with `code`
+    /// (worded as the server words that code) and change nothing.
+    pub fn fail_next(&self, verb: &str, resource: &str, code: u16, times: usize) {
+        let verb = faults::verb(verb);
+        self.shared
+            .lock()
+            .faults
+            .add(verb, self::resource(resource), code, times);
+    }
+
+    // ---- observability ----
+
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.shared.lock().faults.log.clone()
+    }
+
+    /// Requests of `verb` on `resource`, whatever their outcome.
+    pub fn count(&self, verb: &str, resource: &str) -> usize {
+        self.shared
+            .lock()
+            .faults
+            .count(faults::verb(verb), self::resource(resource))
+    }
+
+    /// create + update + patch + delete requests on `resource`.
+    pub fn writes(&self, resource: &str) -> usize {
+        ["create", "update", "patch", "delete"]
+            .iter()
+            .map(|v| self.count(v, resource))
+            .sum()
+    }
+
+    pub fn clear_requests(&self) {
+        self.shared.lock().faults.log.clear();
+    }
+}
+
+fn reply_value(res: ResId, reply: Reply) -> Value {
+    match reply {
+        Reply::Object(obj) => obj.typed_value(res),
+        Reply::Json(v) => v,
+    }
+}
