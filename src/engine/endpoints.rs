@@ -42,6 +42,10 @@ impl EndpointsStore {
         self.0.remove(key).map(|(_, e)| e)
     }
 
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// The keys of every object but leader-election records.
     fn keys_but_leader_records(&self) -> Vec<ServiceKey> {
         self.0
