@@ -2,4 +2,5 @@
 
 pub mod convert;
 pub mod events;
+pub mod http;
 pub mod manifest;
