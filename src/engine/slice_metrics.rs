@@ -185,3 +185,105 @@ fn sorted(ports: &[EndpointPort]) -> SmallVec<[&EndpointPort; 4]> {
     v.sort_unstable();
     v
 }
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::*;
+    use crate::model::{Address, Conditions, Endpoint, Meta, intern};
+    use crate::reconcile::AddressTypePlan;
+
+    fn port(name: &str, number: i32) -> EndpointPort {
+        EndpointPort {
+            name: Some(intern(name)),
+            port: Some(number),
+            protocol: None,
+            app_protocol: None,
+        }
+    }
+
+    fn slice(name: &str, t: AddressType, ports: Vec<EndpointPort>, n: usize) -> EndpointSlice {
+        let endpoint = |i: usize| Endpoint {
+            addresses: smallvec::smallvec![Address::Ip(IpAddr::V4(Ipv4Addr::from(i as u32)))],
+            conditions: Conditions::default(),
+            hostname: None,
+            target_ref: None,
+            node_name: None,
+            zone: None,
+            hints: None,
+        };
+        EndpointSlice {
+            meta: Meta {
+                name: intern(name),
+                ..Meta::default()
+            },
+            generate_name: None,
+            owner_references: Vec::new(),
+            address_type: t,
+            ports,
+            endpoints: (0..n).map(endpoint).collect(),
+        }
+    }
+
+    #[test]
+    fn port_groups_ignore_port_order() {
+        let (a, b) = (port("a", 1), port("b", 2));
+        assert!(same_ports(&[a.clone(), b.clone()], &[b.clone(), a.clone()]));
+        assert!(!same_ports(&[a.clone()], &[b.clone()]));
+        assert!(!same_ports(&[a.clone()], &[a, b]));
+    }
+
+    #[test]
+    fn cache_entry_counts_the_slices_after_the_plan() {
+        let v4 = AddressType::IPv4;
+        let ports = vec![port("http", 80), port("grpc", 90)];
+        let swapped = vec![port("grpc", 90), port("http", 80)];
+        let kept = slice("kept", v4.clone(), ports.clone(), 100);
+        let updated = slice("updated", v4.clone(), ports.clone(), 50);
+        let deleted = slice("deleted", v4.clone(), vec![port("old", 1)], 7);
+        let existing = [&kept, &updated, &deleted];
+        let plan = Plan {
+            per_type: vec![AddressTypePlan {
+                address_type: Some(v4.clone()),
+                creates: vec![slice("", v4.clone(), swapped, 30)],
+                updates: vec![slice("updated", v4.clone(), ports, 60)],
+                deletes: vec![deleted.clone()],
+                ..AddressTypePlan::default()
+            }],
+            ..Plan::default()
+        };
+        let entry = cache_entry(&existing, &plan, Some(&v4), 100, true);
+        assert_eq!(
+            entry,
+            CacheEntry {
+                endpoints: 190,
+                slices: 3,
+                desired_slices: 2,
+            }
+        );
+        // Another address type's slices are not counted (upstream keeps one type per service).
+        let entry = cache_entry(&existing, &plan, Some(&AddressType::IPv6), 100, true);
+        assert_eq!(
+            entry,
+            CacheEntry {
+                endpoints: 0,
+                slices: 0,
+                desired_slices: 1,
+            }
+        );
+        // A placeholder: one empty slice, which upstream desires too.
+        let placeholder = Plan {
+            per_type: vec![AddressTypePlan {
+                creates: vec![slice("", v4.clone(), Vec::new(), 0)],
+                ..AddressTypePlan::default()
+            }],
+            ..Plan::default()
+        };
+        let entry = cache_entry(&[], &placeholder, Some(&v4), 100, true);
+        assert_eq!((entry.slices, entry.desired_slices), (1, 1));
+        // Mirroring has no placeholder.
+        let entry = cache_entry(&[], &Plan::default(), None, 100, false);
+        assert_eq!(entry, CacheEntry::default());
+    }
+}

@@ -6,7 +6,11 @@
 //! is exposed under the name it was given: `endpoint_slice_controller_changes`, not `..._total`, and
 //! `workqueue_adds_total` with a `# TYPE workqueue_adds_total counter` line. Dashboards and alerts
 //! use those names, so [`PlainCounter`] is typed a counter but written as a bare sample, and the
-//! collector writes each descriptor itself, help verbatim.
+//! collector writes each descriptor itself, help verbatim. No `# EOF` is written: 0.0.4 has none.
+//!
+//! One difference remains: bucket bounds print as prometheus-client prints floats, `le="2.0"` where
+//! client_golang prints `le="2"`. Prometheus 3 normalises both to one series; queries by `le`
+//! range, as `histogram_quantile` does, work with either.
 
 use std::fmt;
 use std::sync::Arc;
