@@ -8,6 +8,7 @@ pub mod controllers;
 pub mod engine;
 pub mod index;
 pub mod kube;
+pub mod metrics;
 pub mod model;
 pub mod queue;
 pub mod reconcile;

@@ -511,3 +511,45 @@ fn many_keys_with_timers() {
     assert_eq!(total, n as usize);
     assert!(q.is_idle());
 }
+
+#[test]
+fn metrics_time_waits_and_work_in_queue_clock() {
+    let (q, clock) = queue();
+    q.add("a");
+    // Due at 2 s, promoted only at 5 s: it waited from 2 s.
+    q.add_after("b", 2 * S);
+    q.add_after("c", Duration::ZERO);
+    clock.set(5 * S);
+    assert_eq!(q.pop_ready(10), vec!["a", "c", "b"]);
+    let m = q.metrics();
+    assert_eq!(m.queue_wait.count(), 3);
+    assert_eq!(m.queue_wait.sum, 5 * S + 3 * S + 5 * S);
+    // 5 s is above the 1 s bound and within 10 s; 3 s as well.
+    assert_eq!(m.queue_wait.counts[9], 3);
+    // Every add_after counts as a retry, a zero delay too, as client-go counts AddAfter.
+    assert_eq!(m.retries, 2);
+    assert_eq!((m.depth, m.adds), (0, 3));
+
+    // Added again while processed: pending, so in the depth, and it waits from now.
+    q.add("a");
+    clock.set(7 * S);
+    let m = q.metrics();
+    assert_eq!(m.depth, 1);
+    assert_eq!(m.unfinished_work, 3 * 2 * S);
+    assert_eq!(m.longest_running, 2 * S);
+    q.done(&"a");
+    q.done(&"b");
+    let m = q.metrics();
+    assert_eq!(m.work.count(), 2);
+    assert_eq!(m.work.sum, 4 * S);
+    assert_eq!(m.unfinished_work, 2 * S);
+    clock.set(8 * S);
+    q.done(&"c");
+    assert_eq!(q.pop_ready(10), vec!["a"]);
+    let m = q.metrics();
+    assert_eq!(m.queue_wait.sum, 13 * S + 3 * S);
+    assert_eq!(m.longest_running, Duration::ZERO);
+    assert_eq!(m.depth, 0);
+    q.add_rate_limited("d");
+    assert_eq!(q.metrics().retries, 3);
+}

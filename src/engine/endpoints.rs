@@ -46,6 +46,10 @@ impl EndpointsStore {
         self.0.iter().map(|e| e.key().clone()).collect()
     }
 
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// The keys of every object but leader-election records.
     fn keys_but_leader_records(&self) -> Vec<ServiceKey> {
         self.0

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::endpoints::EndpointsStore;
+use super::slice_metrics::SliceSyncMetrics;
 use super::sync::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use crate::index::{Index, ServiceKey, SliceStore};
 use crate::model::{EndpointSlice, Endpoints, Service, keys};
@@ -40,7 +41,8 @@ pub(super) struct MirroringController {
 
 pub(super) enum Prepared {
     Stale,
-    Plan(Plan),
+    /// The metrics are boxed to keep the enum small; they are moved to the record.
+    Plan(Plan, Box<SliceSyncMetrics>),
 }
 
 impl MirroringController {
@@ -118,14 +120,17 @@ impl MirroringController {
         if stale {
             return Prepared::Stale;
         }
-        Prepared::Plan(mirroring::reconcile(&MirrorInput {
+        let plan = mirroring::reconcile(&MirrorInput {
             namespace: &key.namespace,
             name: &key.name,
             service: service.as_deref(),
             endpoints: endpoints.as_deref(),
             slices: &refs,
             options: &self.options,
-        }))
+        });
+        let metrics =
+            SliceSyncMetrics::of_mirroring(&refs, &plan, self.options.max_endpoints_per_subset);
+        Prepared::Plan(plan, Box::new(metrics))
     }
 
     /// Applies a prepared sync and feeds its result back to the tracker and the queue. The caller
@@ -144,8 +149,10 @@ impl MirroringController {
                 record.outcome = SyncOutcome::Stale;
                 Some(STALE_MESSAGE.to_string())
             }
-            Prepared::Plan(mut plan) => {
+            Prepared::Plan(mut plan, mut metrics) => {
                 let outcome = apply_plan(sink, &mut plan);
+                metrics.applied(&outcome);
+                record.slice_metrics = Some(*metrics);
                 events.extend(plan.events.into_iter().map(|e| (key.clone(), e)));
                 let error = outcome.error_message();
                 record.writes = outcome.records;

@@ -5,6 +5,7 @@ mod endpoints;
 mod incremental;
 mod mirroring;
 mod relist;
+mod slice_metrics;
 mod sync;
 
 use std::collections::HashMap;
@@ -18,7 +19,7 @@ use crate::change::Change;
 use crate::controllers::Controllers;
 use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
 use crate::model::{EndpointSlice, Name, Node};
-use crate::queue::{Clock, QueueConfig, WorkQueue};
+use crate::queue::{Clock, QueueConfig, QueueMetrics, WorkQueue};
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Options};
 use crate::sink::apply::AppliedWrite;
@@ -26,6 +27,7 @@ use crate::tracker::{self, EndpointSliceTracker, TriggerTimeTracker};
 
 pub use endpoints::ENDPOINTS_CONTROLLER;
 pub use mirroring::MIRRORING_CONTROLLER;
+pub use slice_metrics::{CacheEntry, SliceSyncMetrics, TypeSyncMetrics};
 pub use sync::{SyncOutcome, SyncRecord};
 
 /// The controller name in sync records and events.
@@ -88,6 +90,22 @@ pub struct EngineStats {
     pub stale: u64,
     pub dropped: u64,
 }
+
+/// How many objects of each kind the engine holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ObjectCounts {
+    pub services: usize,
+    pub pods: usize,
+    pub nodes: usize,
+    /// Slices of the EndpointSlice and mirroring controllers.
+    pub endpoint_slices: usize,
+    pub endpoints: usize,
+}
+
+/// Upstream's names of the controllers' queues, as client-go's workqueue metrics label them.
+pub const QUEUE_ENDPOINTSLICE: &str = "endpoint_slice";
+pub const QUEUE_ENDPOINTS: &str = "endpoint";
+pub const QUEUE_MIRRORING: &str = "endpoint_slice_mirroring";
 
 /// Nodes by name, replaced whole when one changes in a way that matters.
 type NodeMap = HashMap<Name, Node, ahash::RandomState>;
@@ -165,6 +183,33 @@ impl Engine {
 
     pub fn stats(&self) -> EngineStats {
         self.stats.lock().clone()
+    }
+
+    /// The workqueue figures of each running controller's queue, by upstream's queue name.
+    pub fn queue_metrics(&self) -> Vec<(&'static str, QueueMetrics)> {
+        let mut out = Vec::with_capacity(3);
+        if self.options.controllers.endpointslice {
+            out.push((QUEUE_ENDPOINTSLICE, self.queue.metrics()));
+        }
+        if let Some(c) = &self.endpoints {
+            out.push((QUEUE_ENDPOINTS, c.queue.metrics()));
+        }
+        if let Some(c) = &self.mirroring {
+            out.push((QUEUE_MIRRORING, c.queue.metrics()));
+        }
+        out
+    }
+
+    /// Objects held, by kind; each count is O(1) or O(shards).
+    pub fn object_counts(&self) -> ObjectCounts {
+        ObjectCounts {
+            services: self.index.services().len(),
+            pods: self.index.pods().len(),
+            nodes: self.nodes.read().len(),
+            endpoint_slices: self.index.slices().len()
+                + self.mirroring.as_ref().map_or(0, |c| c.slices.len()),
+            endpoints: self.endpoints_store.len(),
+        }
     }
 
     /// Events recorded on services so far, and forgets them.

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use super::incremental::Changes;
+use super::slice_metrics::SliceSyncMetrics;
 use super::{ENDPOINTSLICE_CONTROLLER, Engine, endpoints, mirroring};
 use crate::index::ServiceKey;
 use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
@@ -51,6 +52,9 @@ pub struct SyncRecord {
     pub took: Duration,
     /// The sync failed for the last time allowed: the key was dropped from the queue.
     pub dropped: bool,
+    /// What upstream's EndpointSlice or mirroring metrics count of this sync; `None` for the
+    /// Endpoints controller, and for syncs that reconciled nothing (stale, no selector).
+    pub slice_metrics: Option<SliceSyncMetrics>,
 }
 
 impl SyncRecord {
@@ -64,15 +68,19 @@ impl SyncRecord {
             writes: Vec::new(),
             took: Duration::ZERO,
             dropped: false,
+            slice_metrics: None,
         }
     }
 }
 
 enum Prepared {
-    /// Nothing to do: the service is gone, has no selector or is an ExternalName.
+    /// Nothing to do: the service has no selector or is an ExternalName.
     Nothing,
+    /// The service is gone.
+    Gone,
     Stale,
-    Plan(Plan),
+    /// The metrics are boxed to keep the enum small; they are moved to the record.
+    Plan(Plan, Box<SliceSyncMetrics>),
 }
 
 pub(super) const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
@@ -233,7 +241,7 @@ impl Engine {
             self.topology.write().remove_service(&key.to_string());
             self.changes.forget(key);
             self.locator.forget(key);
-            return Prepared::Nothing;
+            return Prepared::Gone;
         };
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
             return Prepared::Nothing;
@@ -259,21 +267,26 @@ impl Engine {
             return Prepared::Stale;
         }
         let changes = self.changes.take(key);
+        let planned = |plan: Plan| {
+            let metrics =
+                SliceSyncMetrics::of_service(&service, &slice_refs, &plan, &self.options.reconcile);
+            Prepared::Plan(plan, Box::new(metrics))
+        };
         if !changes.full
             && self.options.incremental
             && let Some(plan) = self.prepare_incremental(key, &service, &changes, &slice_refs)
         {
-            return Prepared::Plan(plan);
+            return planned(plan);
         }
         let nodes = self.nodes.read().clone();
         let topology = self.topology.read();
         // The members are borrowed under the namespace's read lock, not cloned.
-        self.index.with_members(key, |pods| {
+        let plan = self.index.with_members(key, |pods| {
             let trigger_time =
                 self.triggers
                     .lock()
                     .compute(&key.namespace, &key.name, &service, pods);
-            Prepared::Plan(reconcile(&SyncInput {
+            reconcile(&SyncInput {
                 service: &service,
                 pods,
                 nodes: nodes.as_ref(),
@@ -281,8 +294,10 @@ impl Engine {
                 trigger_time,
                 topology: &topology,
                 options: &self.options.reconcile,
-            }))
-        })
+            })
+        });
+        drop(topology);
+        planned(plan)
     }
 
     /// The plan of a sync where only some pods changed since the last successful one, computed
@@ -358,12 +373,18 @@ impl Engine {
         let mut record = SyncRecord::new(at, key.clone(), ENDPOINTSLICE_CONTROLLER);
         let error = match prepared {
             Prepared::Nothing => None,
+            Prepared::Gone => {
+                record.slice_metrics = Some(SliceSyncMetrics::deleted());
+                None
+            }
             Prepared::Stale => {
                 record.outcome = SyncOutcome::Stale;
                 Some(STALE_MESSAGE.to_string())
             }
-            Prepared::Plan(mut plan) => {
+            Prepared::Plan(mut plan, mut metrics) => {
                 let outcome = apply_plan(sink, &mut plan);
+                metrics.applied(&outcome);
+                record.slice_metrics = Some(*metrics);
                 if self.options.observe_writes {
                     track_own_writes(&self.slices, &outcome.records);
                 }

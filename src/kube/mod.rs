@@ -3,6 +3,7 @@
 pub mod api_sink;
 pub mod convert;
 pub mod events;
+pub mod http;
 pub mod launch;
 pub mod lease;
 pub mod manifest;

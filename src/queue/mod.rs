@@ -19,6 +19,7 @@
 mod clock;
 mod limiter;
 mod state;
+mod timing;
 
 use std::hash::Hash;
 use std::time::{Duration, Instant};
@@ -27,6 +28,7 @@ use parking_lot::{Condvar, Mutex};
 
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use limiter::{TokenBucket, exponential_backoff};
+pub use timing::{DURATION_BUCKETS_NANOS, DurationHistogram, QueueMetrics};
 
 use state::Inner;
 
@@ -154,7 +156,7 @@ impl<K: Clone + Eq + Hash + Send> WorkQueue<K> {
         }
         // Due timers first, so the queue stays in order of becoming ready.
         inner.promote(now);
-        if inner.add(key) {
+        if inner.add(key, now) {
             self.wake.notify_one();
         }
     }
@@ -171,9 +173,10 @@ impl<K: Clone + Eq + Hash + Send> WorkQueue<K> {
     }
 
     fn add_after_locked(&self, inner: &mut Inner<K>, key: K, now: Duration, delay: Duration) {
+        inner.counters.add_after_calls += 1;
         inner.promote(now);
         if delay.is_zero() {
-            if inner.add(key) {
+            if inner.add(key, now) {
                 self.wake.notify_one();
             }
             return;
@@ -237,11 +240,11 @@ impl<K: Clone + Eq + Hash + Send> WorkQueue<K> {
         let now = self.clock.now();
         let mut inner = self.inner.lock();
         inner.promote(now);
-        self.pop_locked(&mut inner, max)
+        self.pop_locked(&mut inner, max, now)
     }
 
-    fn pop_locked(&self, inner: &mut Inner<K>, max: usize) -> Vec<K> {
-        let out = inner.pop(max);
+    fn pop_locked(&self, inner: &mut Inner<K>, max: usize, now: Duration) -> Vec<K> {
+        let out = inner.pop(max, now);
         // Pass the baton: another waiter may take what this one left.
         if inner.ready_len() > 0 {
             self.wake.notify_one();
@@ -260,7 +263,7 @@ impl<K: Clone + Eq + Hash + Send> WorkQueue<K> {
             let now = self.clock.now();
             inner.promote(now);
             if inner.ready_len() > 0 || max == 0 {
-                return self.pop_locked(&mut inner, max);
+                return self.pop_locked(&mut inner, max, now);
             }
             if inner.shut_down {
                 return Vec::new();
@@ -296,7 +299,7 @@ impl<K: Clone + Eq + Hash + Send> WorkQueue<K> {
         let now = self.clock.now();
         let mut inner = self.inner.lock();
         inner.promote(now);
-        if inner.done(key) == Some(true) {
+        if inner.done(key, now) == Some(true) {
             self.wake.notify_one();
         }
     }
@@ -355,6 +358,22 @@ impl<K: Clone + Eq + Hash + Send> WorkQueue<K> {
             add_afters: c.add_afters,
             retries: c.retries,
             drops: c.drops,
+        }
+    }
+
+    /// What client-go's workqueue metrics read, as of now (due timers counted as ready).
+    pub fn metrics(&self) -> QueueMetrics {
+        let now = self.clock.now();
+        let mut inner = self.inner.lock();
+        inner.promote(now);
+        QueueMetrics {
+            depth: inner.ready_len() + inner.timing.requeued,
+            adds: inner.counters.adds,
+            retries: inner.counters.add_after_calls,
+            queue_wait: inner.timing.queue_wait,
+            work: inner.timing.work,
+            unfinished_work: inner.timing.unfinished_work(now),
+            longest_running: inner.timing.longest_running(now),
         }
     }
 

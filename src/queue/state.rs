@@ -12,6 +12,7 @@ use std::time::Duration;
 use ahash::AHashMap;
 
 use super::limiter::TokenBucket;
+use super::timing::Timing;
 
 /// Below this many heap entries stale timers are not worth a rebuild.
 const COMPACT_MIN: usize = 1024;
@@ -29,10 +30,13 @@ pub(super) struct Timed {
 pub(super) enum State {
     /// Not queued.
     Idle,
-    /// In the FIFO.
-    Ready,
-    /// Handed out and not yet done; `requeue` when it was added meanwhile.
-    Processing { requeue: bool },
+    /// In the FIFO since `since`.
+    Ready { since: Duration },
+    /// Handed out at `started` and not yet done; `requeued` is when it was added meanwhile.
+    Processing {
+        started: Duration,
+        requeued: Option<Duration>,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -89,6 +93,8 @@ pub(super) struct Counters {
     pub(super) add_afters: u64,
     pub(super) retries: u64,
     pub(super) drops: u64,
+    /// Every `add_after` call, zero delays included: client-go's retries metric.
+    pub(super) add_after_calls: u64,
 }
 
 pub(super) struct Inner<K> {
@@ -101,6 +107,7 @@ pub(super) struct Inner<K> {
     next_seq: u64,
     pub(super) shut_down: bool,
     pub(super) counters: Counters,
+    pub(super) timing: Timing,
     /// The global bucket; it lives under the same lock because every reservation schedules a key.
     pub(super) bucket: TokenBucket,
 }
@@ -116,6 +123,7 @@ impl<K: Clone + Eq + Hash> Inner<K> {
             next_seq: 0,
             shut_down: false,
             counters: Counters::default(),
+            timing: Timing::default(),
             bucket,
         }
     }
@@ -136,23 +144,34 @@ impl<K: Clone + Eq + Hash> Inner<K> {
         self.slots.len()
     }
 
-    /// Makes `key` ready now. Returns whether it entered the FIFO (so a waiting pop should wake).
-    pub(super) fn add(&mut self, key: K) -> bool {
+    /// Makes `key` ready, as of `since`. Returns whether it entered the FIFO (so a waiting pop
+    /// should wake).
+    pub(super) fn add(&mut self, key: K, since: Duration) -> bool {
         let slot = self.slots.entry(key.clone()).or_insert(Slot {
             state: State::Idle,
             timer: None,
             failures: 0,
         });
         match slot.state {
-            State::Ready | State::Processing { requeue: true } => false,
+            State::Ready { .. }
+            | State::Processing {
+                requeued: Some(_), ..
+            } => false,
             // Counted only when the key becomes dirty, as client-go's adds metric is.
-            State::Processing { requeue: false } => {
-                slot.state = State::Processing { requeue: true };
+            State::Processing {
+                started,
+                requeued: None,
+            } => {
+                slot.state = State::Processing {
+                    started,
+                    requeued: Some(since),
+                };
                 self.counters.adds += 1;
+                self.timing.requeued += 1;
                 false
             }
             State::Idle => {
-                slot.state = State::Ready;
+                slot.state = State::Ready { since };
                 self.ready.push_back(key);
                 self.counters.adds += 1;
                 true
@@ -202,7 +221,8 @@ impl<K: Clone + Eq + Hash> Inner<K> {
             }
             slot.timer = None;
             self.delayed -= 1;
-            self.add(timer.key);
+            // Ready since the timer was due, however late this promotion comes.
+            self.add(timer.key, timer.at);
         }
     }
 
@@ -222,38 +242,48 @@ impl<K: Clone + Eq + Hash> Inner<K> {
         None
     }
 
-    /// Hands out up to `max` ready keys in FIFO order and marks them processing.
-    pub(super) fn pop(&mut self, max: usize) -> Vec<K> {
+    /// Hands out up to `max` ready keys in FIFO order at `now` and marks them processing.
+    pub(super) fn pop(&mut self, max: usize, now: Duration) -> Vec<K> {
         let n = max.min(self.ready.len());
         let mut out = Vec::with_capacity(n);
         for key in self.ready.drain(..n) {
             if let Some(slot) = self.slots.get_mut(&key) {
-                slot.state = State::Processing { requeue: false };
+                if let State::Ready { since } = slot.state {
+                    self.timing.queue_wait.observe(now.saturating_sub(since));
+                }
+                slot.state = State::Processing {
+                    started: now,
+                    requeued: None,
+                };
             }
             out.push(key);
         }
         self.processing += out.len();
+        self.timing.started(now, out.len());
         out
     }
 
-    /// Ends processing of `key`. Returns `None` if it was not being processed, else whether it went
-    /// back into the FIFO.
-    pub(super) fn done(&mut self, key: &K) -> Option<bool> {
+    /// Ends processing of `key` at `now`. Returns `None` if it was not being processed, else
+    /// whether it went back into the FIFO.
+    pub(super) fn done(&mut self, key: &K, now: Duration) -> Option<bool> {
         let slot = self.slots.get_mut(key)?;
-        let State::Processing { requeue } = slot.state else {
+        let State::Processing { started, requeued } = slot.state else {
             return None;
         };
         self.processing -= 1;
-        if requeue {
-            slot.state = State::Ready;
+        self.timing.finished(started, now);
+        if let Some(since) = requeued {
+            self.timing.requeued -= 1;
+            slot.state = State::Ready { since };
             self.ready.push_back(key.clone());
+            Some(true)
         } else {
             slot.state = State::Idle;
             if slot.releasable() {
                 self.slots.remove(key);
             }
+            Some(false)
         }
-        Some(requeue)
     }
 
     /// Returns the failure count before this failure and counts this one.
@@ -326,7 +356,7 @@ mod tests {
         assert!(q.heap_len() <= 2 * 1000 + 1, "heap {}", q.heap_len());
         // Adds do not cancel timers (as in client-go): each key is ready now and its timer stays.
         for k in 0..1000u32 {
-            q.add(k);
+            q.add(k, Duration::ZERO);
         }
         assert_eq!(q.ready_len(), 1000);
         assert_eq!(q.delayed_len(), 1000);
@@ -340,14 +370,14 @@ mod tests {
     #[test]
     fn idle_slots_are_released() {
         let mut q: Inner<u32> = Inner::new(TokenBucket::new(0.0, 1));
-        q.add(1);
-        assert_eq!(q.pop(10), vec![1]);
-        assert_eq!(q.done(&1), Some(false));
+        q.add(1, Duration::ZERO);
+        assert_eq!(q.pop(10, Duration::ZERO), vec![1]);
+        assert_eq!(q.done(&1, Duration::ZERO), Some(false));
         assert_eq!(q.tracked_len(), 0);
         assert_eq!(q.fail(&2), 0);
         assert_eq!(q.fail(&2), 1);
         q.forget(&2);
         assert_eq!(q.tracked_len(), 0);
-        assert_eq!(q.done(&2), None);
+        assert_eq!(q.done(&2, Duration::ZERO), None);
     }
 }

@@ -73,6 +73,8 @@ pub struct AddressTypePlan {
     pub endpoints_added: usize,
     /// Endpoints dropped from existing slices of port groups still desired.
     pub endpoints_removed: usize,
+    /// Endpoints kept whose attributes changed (counted by mirroring only, for its metrics).
+    pub endpoints_updated: usize,
 }
 
 impl AddressTypePlan {
@@ -111,6 +113,8 @@ pub struct Plan {
     /// node that does not exist.
     pub errors: Vec<String>,
     pub topology_changes: Vec<TopologyChange>,
+    /// Addresses of a mirrored Endpoints left out: invalid, or over the per-subset cap.
+    pub addresses_skipped: usize,
 }
 
 impl Plan {

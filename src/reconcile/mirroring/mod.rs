@@ -164,6 +164,7 @@ pub fn reconcile(input: &MirrorInput) -> Plan {
 
     let out: AddressTypePlan = writes::plan_writes(endpoints, &desired.groups, &ours, max);
     plan.per_type.push(out);
+    plan.addresses_skipped = desired.skipped;
     plan
 }
 

@@ -197,6 +197,7 @@ fn plan_key(target: &Target, group: &Group, slices: &[&EndpointSlice], out: &mut
     }
     let (totals, current) = assessed[keep];
     out.endpoints_added += totals.added;
+    out.endpoints_updated += totals.updated;
     out.endpoints_removed += totals.removed;
     if !current {
         // Sent whole and unconditionally, as upstream sends it: no resourceVersion, no UID.

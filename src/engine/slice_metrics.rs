@@ -1,0 +1,289 @@
+//! What a sync of the EndpointSlice or mirroring controller did that upstream's metrics count, read
+//! off its plan and the slices it started from, so that the metrics layer never recomputes a plan.
+
+use smallvec::SmallVec;
+
+use crate::model::{AddressType, EndpointPort, EndpointSlice, Name, Service};
+use crate::reconcile::topology::{hints_enabled, traffic_distribution_usable};
+use crate::reconcile::{Options, Plan};
+use crate::sink::{ApplyOutcome, TypeStatus};
+
+/// One sync's figures for upstream's EndpointSlice (or mirroring) controller metrics.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SliceSyncMetrics {
+    /// One entry per address type reconciled, in order (mirroring: one for the whole sync).
+    pub per_type: SmallVec<[TypeSyncMetrics; 2]>,
+    /// Mirroring: endpoints kept whose attributes changed.
+    pub endpoints_updated: usize,
+    /// Mirroring: addresses left out, invalid or over the per-subset cap.
+    pub addresses_skipped: usize,
+    /// The object's entry in upstream's metrics cache after this sync; `None` drops the entry
+    /// (the service is gone, or the Endpoints no longer mirrored).
+    pub cache: Option<CacheEntry>,
+    /// `endpointslices_changed_per_sync`'s `topology` label: "Auto" or "Disabled".
+    pub topology: &'static str,
+    /// The service's trafficDistribution when it drives hints (upstream's `canUseTrafficDistribution`).
+    pub traffic_distribution: Option<Name>,
+}
+
+/// One address type of a sync.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TypeSyncMetrics {
+    /// Desired endpoints not found in any existing slice of a desired port group.
+    pub endpoints_added: usize,
+    /// Endpoints dropped from existing slices of port groups still desired.
+    pub endpoints_removed: usize,
+    /// Writes of this address type when every one succeeded; `None` when one failed or the
+    /// namespace is terminating (upstream then observes nothing).
+    pub changed: Option<usize>,
+}
+
+/// A service's (or mirrored Endpoints') totals in upstream's metrics cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheEntry {
+    /// Desired endpoints, over its port groups.
+    pub endpoints: usize,
+    /// Slices after the sync: existing + created − deleted.
+    pub slices: usize,
+    /// Σ ⌈endpoints / max⌉ over its port groups; for the EndpointSlice controller at least 1 (the
+    /// placeholder).
+    pub desired_slices: usize,
+}
+
+impl SliceSyncMetrics {
+    /// An EndpointSlice controller sync's figures, before its plan is applied. Upstream's cache
+    /// keeps one address type per service (the last reconciled: kubernetes#126004); so does this.
+    pub(super) fn of_service(
+        service: &Service,
+        existing: &[&EndpointSlice],
+        plan: &Plan,
+        options: &Options,
+    ) -> Self {
+        let last = plan.per_type.last().and_then(|t| t.address_type.as_ref());
+        let max = options.max_endpoints_per_slice.max(1);
+        SliceSyncMetrics {
+            per_type: per_type(plan),
+            cache: Some(cache_entry(existing, plan, last, max, true)),
+            topology: if hints_enabled(&service.meta.annotations) {
+                "Auto"
+            } else {
+                "Disabled"
+            },
+            traffic_distribution: traffic_distribution_usable(service, options)
+                .then(|| service.traffic_distribution.clone())
+                .flatten(),
+            ..SliceSyncMetrics::default()
+        }
+    }
+
+    /// A mirroring sync's figures, before its plan is applied. A plan that only deletes (the
+    /// Endpoints is not mirrored) drops the cache entry.
+    pub(super) fn of_mirroring(existing: &[&EndpointSlice], plan: &Plan, max: usize) -> Self {
+        let mirrored = !plan.per_type.is_empty();
+        SliceSyncMetrics {
+            per_type: per_type(plan),
+            endpoints_updated: plan.per_type.iter().map(|t| t.endpoints_updated).sum(),
+            addresses_skipped: plan.addresses_skipped,
+            cache: mirrored.then(|| cache_entry(existing, plan, None, max.max(1), false)),
+            topology: "Disabled",
+            ..SliceSyncMetrics::default()
+        }
+    }
+
+    /// A service that is gone: its cache entry goes.
+    pub(super) fn deleted() -> Self {
+        SliceSyncMetrics {
+            topology: "Disabled",
+            ..SliceSyncMetrics::default()
+        }
+    }
+
+    /// Records which address types' writes all succeeded.
+    pub(super) fn applied(&mut self, outcome: &ApplyOutcome) {
+        for (t, o) in self.per_type.iter_mut().zip(&outcome.per_type) {
+            t.changed = (o.status == TypeStatus::Completed).then_some(o.planned);
+        }
+    }
+}
+
+fn per_type(plan: &Plan) -> SmallVec<[TypeSyncMetrics; 2]> {
+    plan.per_type
+        .iter()
+        .map(|t| TypeSyncMetrics {
+            endpoints_added: t.endpoints_added,
+            endpoints_removed: t.endpoints_removed,
+            changed: None,
+        })
+        .collect()
+}
+
+/// Endpoints and slices per port group once `plan` is carried out: the existing slices it neither
+/// updates nor deletes, plus those it writes; only of `address_type` when given. Each desired
+/// endpoint sits in exactly one of them, so this is upstream's {endpoints, slices} per port map.
+fn cache_entry(
+    existing: &[&EndpointSlice],
+    plan: &Plan,
+    address_type: Option<&AddressType>,
+    max: usize,
+    placeholder: bool,
+) -> CacheEntry {
+    let of_type = |s: &EndpointSlice| address_type.is_none_or(|t| s.address_type == *t);
+    let rewritten: SmallVec<[&str; 8]> = plan
+        .per_type
+        .iter()
+        .flat_map(|t| t.updates.iter().chain(&t.deletes))
+        .chain(&plan.unsupported_deletes)
+        .map(|s| s.meta.name.as_str())
+        .collect();
+    let kept = existing
+        .iter()
+        .copied()
+        .filter(|s| !rewritten.contains(&s.meta.name.as_str()));
+    let written = plan
+        .per_type
+        .iter()
+        .flat_map(|t| t.creates.iter().chain(&t.updates));
+    let mut groups: SmallVec<[(&[EndpointPort], usize, usize); 4]> = SmallVec::new();
+    for slice in kept.chain(written).filter(|s| of_type(s)) {
+        let n = slice.endpoints.len();
+        match groups
+            .iter_mut()
+            .find(|(p, _, _)| same_ports(p, &slice.ports))
+        {
+            Some((_, endpoints, slices)) => {
+                *endpoints += n;
+                *slices += 1;
+            }
+            None => groups.push((&slice.ports, n, 1)),
+        }
+    }
+    let mut entry = CacheEntry::default();
+    for (_, endpoints, slices) in &groups {
+        entry.endpoints += endpoints;
+        entry.slices += slices;
+        entry.desired_slices += endpoints.div_ceil(max);
+    }
+    if placeholder {
+        entry.desired_slices = entry.desired_slices.max(1);
+    }
+    entry
+}
+
+/// Upstream keys port groups by the set of ports, whatever their order.
+fn same_ports(a: &[EndpointPort], b: &[EndpointPort]) -> bool {
+    if a == b {
+        return true;
+    }
+    if a.len() != b.len() {
+        return false;
+    }
+    sorted(a) == sorted(b)
+}
+
+fn sorted(ports: &[EndpointPort]) -> SmallVec<[&EndpointPort; 4]> {
+    let mut v: SmallVec<[&EndpointPort; 4]> = ports.iter().collect();
+    v.sort_unstable();
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{IpAddr, Ipv4Addr};
+
+    use super::*;
+    use crate::model::{Address, Conditions, Endpoint, Meta, intern};
+    use crate::reconcile::AddressTypePlan;
+
+    fn port(name: &str, number: i32) -> EndpointPort {
+        EndpointPort {
+            name: Some(intern(name)),
+            port: Some(number),
+            protocol: None,
+            app_protocol: None,
+        }
+    }
+
+    fn slice(name: &str, t: AddressType, ports: Vec<EndpointPort>, n: usize) -> EndpointSlice {
+        let endpoint = |i: usize| Endpoint {
+            addresses: smallvec::smallvec![Address::Ip(IpAddr::V4(Ipv4Addr::from(i as u32)))],
+            conditions: Conditions::default(),
+            hostname: None,
+            target_ref: None,
+            node_name: None,
+            zone: None,
+            hints: None,
+        };
+        EndpointSlice {
+            meta: Meta {
+                name: intern(name),
+                ..Meta::default()
+            },
+            generate_name: None,
+            owner_references: Vec::new(),
+            address_type: t,
+            ports,
+            endpoints: (0..n).map(endpoint).collect(),
+        }
+    }
+
+    #[test]
+    fn port_groups_ignore_port_order() {
+        let (a, b) = (port("a", 1), port("b", 2));
+        assert!(same_ports(&[a.clone(), b.clone()], &[b.clone(), a.clone()]));
+        assert!(!same_ports(&[a.clone()], &[b.clone()]));
+        assert!(!same_ports(&[a.clone()], &[a, b]));
+    }
+
+    #[test]
+    fn cache_entry_counts_the_slices_after_the_plan() {
+        let v4 = AddressType::IPv4;
+        let ports = vec![port("http", 80), port("grpc", 90)];
+        let swapped = vec![port("grpc", 90), port("http", 80)];
+        let kept = slice("kept", v4.clone(), ports.clone(), 100);
+        let updated = slice("updated", v4.clone(), ports.clone(), 50);
+        let deleted = slice("deleted", v4.clone(), vec![port("old", 1)], 7);
+        let existing = [&kept, &updated, &deleted];
+        let plan = Plan {
+            per_type: vec![AddressTypePlan {
+                address_type: Some(v4.clone()),
+                creates: vec![slice("", v4.clone(), swapped, 30)],
+                updates: vec![slice("updated", v4.clone(), ports, 60)],
+                deletes: vec![deleted.clone()],
+                ..AddressTypePlan::default()
+            }],
+            ..Plan::default()
+        };
+        let entry = cache_entry(&existing, &plan, Some(&v4), 100, true);
+        assert_eq!(
+            entry,
+            CacheEntry {
+                endpoints: 190,
+                slices: 3,
+                desired_slices: 2,
+            }
+        );
+        // Another address type's slices are not counted (upstream keeps one type per service).
+        let entry = cache_entry(&existing, &plan, Some(&AddressType::IPv6), 100, true);
+        assert_eq!(
+            entry,
+            CacheEntry {
+                endpoints: 0,
+                slices: 0,
+                desired_slices: 1,
+            }
+        );
+        // A placeholder: one empty slice, which upstream desires too.
+        let placeholder = Plan {
+            per_type: vec![AddressTypePlan {
+                creates: vec![slice("", v4.clone(), Vec::new(), 0)],
+                ..AddressTypePlan::default()
+            }],
+            ..Plan::default()
+        };
+        let entry = cache_entry(&[], &placeholder, Some(&v4), 100, true);
+        assert_eq!((entry.slices, entry.desired_slices), (1, 1));
+        // Mirroring has no placeholder.
+        let entry = cache_entry(&[], &Plan::default(), None, 100, false);
+        assert_eq!(entry, CacheEntry::default());
+    }
+}
