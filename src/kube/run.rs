@@ -14,12 +14,14 @@ use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType, Reco
 use tokio::sync::mpsc;
 
 use super::api_sink::{ApiSink, WriteGate};
+use super::http::{self, HttpState};
 use super::lease::{LeaderElector, LeaseConfig, LeaseError};
 use super::shadow::{DryRunReport, DryRunSink};
 use super::watch::{self, Input};
 use crate::change::{Change, ChangeKind};
 use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord};
 use crate::index::ServiceKey;
+use crate::metrics::Metrics;
 use crate::queue::{Clock, SystemClock};
 use crate::reconcile::{Event, EventType};
 use crate::sink::Sink;
@@ -67,6 +69,8 @@ pub enum RunError {
     Lease(#[from] LeaseError),
     #[error("the engine thread stopped: {0}")]
     Engine(String),
+    #[error("serving metrics")]
+    Serve(#[source] std::io::Error),
 }
 
 /// What a finished run did.
@@ -86,6 +90,9 @@ pub struct RunState {
     pub gate: WriteGate,
     /// Shadow mode's report, when it runs.
     pub dry_run: Option<Arc<DryRunReport>>,
+    pub metrics: Arc<Metrics>,
+    /// What `/healthz` and `/readyz` answer from.
+    pub health: Arc<HttpState>,
 }
 
 impl RunState {
@@ -97,8 +104,21 @@ impl RunState {
             engine_options.incremental = false;
         }
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let engine = Arc::new(Engine::new(engine_options, clock));
+        let metrics = Arc::new(Metrics::new());
+        let health = {
+            let (metrics, engine) = (Arc::clone(&metrics), Arc::clone(&engine));
+            Arc::new(HttpState::new(Arc::clone(&metrics), move || {
+                if let Some(bytes) = resident_bytes() {
+                    metrics.set_resident_bytes(bytes);
+                }
+                metrics.refresh(&engine);
+            }))
+        };
         RunState {
-            engine: Arc::new(Engine::new(engine_options, clock)),
+            engine,
+            metrics,
+            health,
             synced: Arc::new(AtomicBool::new(false)),
             gate: if options.leader_election.is_some() {
                 WriteGate::closed()
@@ -119,13 +139,31 @@ pub async fn run(
     metrics: Option<std::net::TcpListener>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<RunSummary, RunError> {
-    // Wired to the HTTP endpoint below.
-    let _ = metrics;
+    let (stop_serving, serving_stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = match metrics {
+        Some(listener) => {
+            let listener = listener
+                .set_nonblocking(true)
+                .and_then(|()| tokio::net::TcpListener::from_std(listener))
+                .map_err(RunError::Serve)?;
+            let health = Arc::clone(&state.health);
+            Some(tokio::spawn(http::serve(listener, health, async move {
+                let _ = serving_stopped.await;
+            })))
+        }
+        None => None,
+    };
     let (tx, rx) = crossbeam_channel::unbounded();
     let kinds = watch::watched_kinds(state.engine.options().controllers);
     let watches: Vec<_> = kinds
         .iter()
-        .map(|&kind| watch::spawn(client.clone(), kind, options.page_size, tx.clone()))
+        .map(|&kind| {
+            let counters = watch::Counters {
+                events: state.metrics.watch_events(kind.as_str()),
+                restarts: state.metrics.watch_restarts(kind.as_str()),
+            };
+            watch::spawn(client.clone(), kind, options.page_size, tx.clone(), counters)
+        })
         .collect();
     drop(tx);
 
@@ -162,6 +200,8 @@ pub async fn run(
         synced: Arc::clone(&state.synced),
         dry_run: state.dry_run.clone(),
         events: events_tx,
+        metrics: Arc::clone(&state.metrics),
+        health: Arc::clone(&state.health),
     };
     // Dropped when the thread ends, however it ends.
     let (done_tx, engine_done) = tokio::sync::oneshot::channel::<()>();
@@ -191,8 +231,12 @@ pub async fn run(
         .leader_election
         .clone()
         .map(|config| LeaderElector::new(client.clone(), config));
+    if elector.is_none() {
+        state.metrics.set_leader(true);
+    }
     let leading = {
         let gate = state.gate.clone();
+        let metrics = Arc::clone(&state.metrics);
         let elector = elector.as_mut();
         async move {
             match elector {
@@ -204,6 +248,7 @@ pub async fn run(
                         "leader election: acquired the lease"
                     );
                     gate.set(true);
+                    metrics.set_leader(true);
                     elector.keep(&gate).await
                 }
             }
@@ -229,6 +274,7 @@ pub async fn run(
         tracing::error!("the engine thread panicked");
     }
     state.gate.set(false);
+    state.metrics.set_leader(false);
     if let Some(task) = summary_task {
         task.abort();
     }
@@ -243,6 +289,10 @@ pub async fn run(
         && let Err(e) = elector.release().await
     {
         tracing::warn!(error = %e, "leader election: could not release the lease");
+    }
+    let _ = stop_serving.send(());
+    if let Some(server) = server {
+        let _ = tokio::time::timeout(Duration::from_secs(5), server).await;
     }
     outcome.map(|()| RunSummary {
         stats: state.engine.stats(),
@@ -262,6 +312,8 @@ struct EngineLoop {
     synced: Arc<AtomicBool>,
     dry_run: Option<Arc<DryRunReport>>,
     events: mpsc::UnboundedSender<(ServiceKey, Option<String>, Event)>,
+    metrics: Arc<Metrics>,
+    health: Arc<HttpState>,
 }
 
 /// The longest the loop sleeps without looking at the stop flag.
@@ -271,6 +323,14 @@ const MAX_INPUTS_PER_TURN: usize = 10_000;
 
 impl EngineLoop {
     fn run(mut self) {
+        // /healthz fails once this thread is gone, however it goes.
+        struct Alive(Arc<HttpState>);
+        impl Drop for Alive {
+            fn drop(&mut self) {
+                self.0.set_engine_alive(false);
+            }
+        }
+        let _alive = Alive(Arc::clone(&self.health));
         let mut started = false;
         while !self.stop.load(Ordering::SeqCst) {
             let wait = if started && self.gate.is_open() {
@@ -298,6 +358,7 @@ impl EngineLoop {
                 started = true;
                 self.engine.start();
                 self.synced.store(true, Ordering::SeqCst);
+                self.health.set_ready(true);
                 tracing::info!("caches synced: reconciling");
             }
             if started && self.gate.is_open() {
@@ -344,6 +405,7 @@ impl EngineLoop {
     }
 
     fn after_syncs(&self, records: &[SyncRecord]) {
+        self.metrics.observe_syncs(records);
         for r in records {
             if let Some(message) = &r.message {
                 tracing::warn!(
@@ -356,6 +418,14 @@ impl EngineLoop {
         }
         if let Some(report) = &self.dry_run {
             report.observe(records);
+            for r in records {
+                for w in &r.writes {
+                    self.metrics
+                        .dry_run()
+                        .record_difference(w.object.kind(), w.verb);
+                }
+            }
+            report.export(self.metrics.dry_run());
         }
         for (service, event) in self.engine.take_events() {
             if self.dry_run.is_some() {
@@ -402,4 +472,12 @@ async fn publish_events(
             tracing::warn!(service = %service, error = %e, "could not record an event");
         }
     }
+}
+
+/// The process's resident set, from `/proc/self/status` (Linux); `None` elsewhere.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

@@ -239,6 +239,14 @@ impl DryRunReport {
         summary
     }
 
+    /// Sets the `sliced_dry_run_differences` gauges.
+    pub fn export(&self, metrics: &crate::metrics::DryRunMetrics) {
+        let summary = self.summary();
+        for kind in [Kind::EndpointSlice, Kind::Endpoints] {
+            metrics.set_differences(kind, summary.objects_of(kind));
+        }
+    }
+
     /// One log line with the totals, and the first few services that differ.
     pub fn log_summary(&self) {
         let summary = self.summary();

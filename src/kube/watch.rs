@@ -20,6 +20,7 @@ use super::convert::{
 };
 use crate::change::{Change, ChangeKind};
 use crate::controllers::Controllers;
+use crate::metrics::PlainCounter;
 use crate::model::Name;
 
 /// What the watches tell the engine's thread, in the order each watch saw it.
@@ -46,6 +47,15 @@ pub enum Input {
     },
 }
 
+/// Counters a watch keeps as it goes.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    /// Objects delivered (listed or watched).
+    pub events: PlainCounter,
+    /// Relists: after an expired resource version, a dropped connection or an error.
+    pub restarts: PlainCounter,
+}
+
 /// The kinds the given controllers read.
 pub fn watched_kinds(controllers: Controllers) -> Vec<ChangeKind> {
     let mut kinds = vec![ChangeKind::Node, ChangeKind::Service, ChangeKind::Pod];
@@ -64,6 +74,7 @@ pub fn spawn(
     kind: ChangeKind,
     page_size: u32,
     out: Sender<Input>,
+    counters: Counters,
 ) -> tokio::task::JoinHandle<()> {
     let config = watcher::Config::default().page_size(page_size);
     match kind {
@@ -71,35 +82,35 @@ pub fn spawn(
             Api::all(client),
             kind,
             config,
-            out,
+            (out, counters.clone()),
             |s| service_from_k8s(s).map(Change::Service),
         )),
         ChangeKind::Pod => tokio::spawn(watch::<core::Pod>(
             Api::all(client),
             kind,
             config,
-            out,
+            (out, counters.clone()),
             |p| pod_from_k8s(p).map(Change::Pod),
         )),
         ChangeKind::Node => tokio::spawn(watch::<core::Node>(
             Api::all(client),
             kind,
             config,
-            out,
+            (out, counters.clone()),
             |n| node_from_k8s(n).map(Change::Node),
         )),
         ChangeKind::EndpointSlice => tokio::spawn(watch::<discovery::EndpointSlice>(
             Api::all(client),
             kind,
             config,
-            out,
+            (out, counters.clone()),
             |s| endpoint_slice_from_k8s(s).map(|s| Change::EndpointSlice(Arc::new(s))),
         )),
         ChangeKind::Endpoints => tokio::spawn(watch::<core::Endpoints>(
             Api::all(client),
             kind,
             config,
-            out,
+            (out, counters.clone()),
             |e| endpoints_from_k8s(e).map(|e| Change::Endpoints(Arc::new(e))),
         )),
         // Nothing the engine does depends on namespaces: the API server refuses creates in a
@@ -120,7 +131,7 @@ async fn watch<K>(
     api: Api<K>,
     kind: ChangeKind,
     config: watcher::Config,
-    out: Sender<Input>,
+    (out, counters): (Sender<Input>, Counters),
     convert: impl Fn(&K) -> Result<Change, ConvertError> + Send + 'static,
 ) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
@@ -146,9 +157,20 @@ async fn watch<K>(
         }
     };
     while let Some(event) = stream.next().await {
+        if matches!(
+            event,
+            Ok(watcher::Event::InitApply(_)
+                | watcher::Event::Apply(_)
+                | watcher::Event::Delete(_))
+        ) {
+            counters.events.inc();
+        }
         let input = match event {
             Ok(watcher::Event::Init) => {
                 seen = (lists > 0).then(HashSet::new);
+                if lists > 0 {
+                    counters.restarts.inc();
+                }
                 continue;
             }
             Ok(watcher::Event::InitApply(object)) => {
