@@ -54,6 +54,7 @@ mod resources;
 mod selectors;
 mod status;
 mod store;
+pub mod testing;
 mod watch;
 mod writes;
 
