@@ -661,6 +661,15 @@ async fn odds_and_ends_of_http_semantics() {
     let created = pods.create(&pp(), &p).await.unwrap();
     assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"));
 
+    // Direct writes set status only when they carry one.
+    server.create(pod("default", "d", json!({}))).unwrap();
+    let mut d: Pod = server.get_as("pods", "default", "d").unwrap();
+    assert_eq!(d.status.as_ref().unwrap().phase.as_deref(), Some("Pending"));
+    d.status = typed(json!({"phase": "Running"}));
+    server.replace(&d).unwrap();
+    d.status = None;
+    assert_eq!(server.apply(&d).unwrap()["status"]["phase"], "Running");
+
     // Dry runs change nothing; Endpoints may be created by PUT.
     let dry = PostParams {
         dry_run: true,
