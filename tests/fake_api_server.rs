@@ -9,6 +9,7 @@ use std::fmt::Debug;
 use std::time::{Duration, Instant};
 
 use fake_api::FakeApiServer;
+use fake_api::testing::{expect_status, next_within, pod_json, slice_json, typed};
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Service};
@@ -17,49 +18,18 @@ use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
     VersionMatch, WatchEvent, WatchParams,
 };
-use kube::core::Status;
 use kube::runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 type Slice = EndpointSlice;
 
-fn pod_json(ns: &str, name: &str, labels: Value) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"namespace": ns, "name": name, "labels": labels},
-        "spec": {"containers": [{"name": "c", "image": "pause"}]},
-    })
-}
-
 fn pod(ns: &str, name: &str, labels: Value) -> Pod {
-    serde_json::from_value(pod_json(ns, name, labels)).unwrap()
+    typed(pod_json(ns, name, labels))
 }
 
 fn slice(ns: &str, name: &str, ips: &[&str]) -> Slice {
-    let endpoints: Vec<Value> = ips
-        .iter()
-        .map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}}))
-        .collect();
-    serde_json::from_value(json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {
-            "namespace": ns, "name": name,
-            "labels": {"kubernetes.io/service-name": "svc"},
-        },
-        "addressType": "IPv4",
-        "endpoints": endpoints,
-        "ports": [{"name": "http", "port": 80}],
-    }))
-    .unwrap()
-}
-
-/// Asserts an API error's code and reason; returns its Status.
-fn api_err<T: Debug>(r: Result<T, kube::Error>, code: u16, reason: &str) -> Box<Status> {
-    match r {
-        Err(kube::Error::Api(s)) if s.code == code && s.reason == reason => s,
-        other => panic!("expected {code} {reason}, got {other:?}"),
-    }
+    typed(slice_json(ns, name, ips))
 }
 
 fn pp() -> PostParams {
@@ -104,10 +74,8 @@ where
     names.join(",")
 }
 
-/// Next item of a stream within 5 s.
 async fn next<S: Stream + Unpin>(stream: &mut S) -> S::Item {
-    let item = tokio::time::timeout(Duration::from_secs(5), stream.next()).await;
-    item.expect("an item within 5 s").expect("stream open")
+    next_within(stream, 5).await
 }
 
 async fn next_event<S>(stream: &mut S) -> Event<Slice>
@@ -170,7 +138,7 @@ async fn paging_is_consistent_at_the_first_pages_rv_while_writes_happen() {
     assert!(exact.iter().any(|p| p.name_any() == "p-0500"));
     let future = (server.resource_version() + 10).to_string();
     let later = lp().at(&future).matching(VersionMatch::NotOlderThan);
-    api_err(api.list(&later).await, 504, "Timeout");
+    expect_status(api.list(&later).await, 504, "Timeout");
 }
 
 #[tokio::test]
@@ -212,7 +180,7 @@ async fn watch_window_and_compaction_expire_separately() {
     more(20);
     more(40);
     let third = api.list(&lp().limit(5).continue_token(&token)).await;
-    let err = api_err(third, 410, "Expired");
+    let err = expect_status(third, 410, "Expired");
     assert!(
         err.message
             .starts_with("The provided continue parameter is too old")
@@ -251,8 +219,8 @@ async fn label_and_field_selectors() {
     let other = lp().labels("app=web").fields("metadata.namespace=other");
     assert_eq!(names(&all, other).await, "e");
     let bad = api.list(&lp().fields("spec.bogus=1")).await;
-    api_err(bad, 400, "BadRequest");
-    api_err(
+    expect_status(bad, 400, "BadRequest");
+    expect_status(
         api.list(&lp().labels("app in (web")).await,
         400,
         "BadRequest",
@@ -279,11 +247,11 @@ async fn create_update_conflict_noop_and_generation() {
     assert_eq!(port.protocol.as_deref(), Some("TCP"), "defaulted");
 
     // Creating with an rv fails in storage; without one, the name clashes.
-    let err = api_err(api.create(&pp(), &created).await, 500, "Unknown");
+    let err = expect_status(api.create(&pp(), &created).await, 500, "Unknown");
     assert!(err.message.contains("resourceVersion should not be set"));
     let mut again = created.clone();
     again.metadata.resource_version = None;
-    api_err(api.create(&pp(), &again).await, 409, "AlreadyExists");
+    expect_status(api.create(&pp(), &again).await, 409, "AlreadyExists");
 
     // A no-op replace keeps the rv and writes nothing.
     let before = server.resource_version();
@@ -306,7 +274,7 @@ async fn create_update_conflict_noop_and_generation() {
     let e = api.replace(&name, &pp(), &e).await.unwrap();
     assert_eq!(e.metadata.generation, Some(3));
 
-    let stale = api_err(api.replace(&name, &pp(), &l).await, 409, "Conflict");
+    let stale = expect_status(api.replace(&name, &pp(), &l).await, 409, "Conflict");
     let want = format!(
         "Operation cannot be fulfilled on endpointslices.discovery.k8s.io \"{name}\": \
          the object has been modified; please apply your changes to the latest version and try again"
@@ -315,7 +283,7 @@ async fn create_update_conflict_noop_and_generation() {
 
     let mut t = e.clone();
     t.address_type = "IPv6".into();
-    api_err(api.replace(&name, &pp(), &t).await, 422, "Invalid");
+    expect_status(api.replace(&name, &pp(), &t).await, 422, "Invalid");
 
     let p = patch(&api, &name, json!({"metadata": {"labels": {"m": "1"}}})).await;
     assert_eq!(
@@ -329,11 +297,11 @@ async fn create_update_conflict_noop_and_generation() {
         .unwrap();
     assert_eq!(p.annotations()["s"], "2");
 
-    let missing = api_err(api.get("nope").await, 404, "NotFound");
+    let missing = expect_status(api.get("nope").await, 404, "NotFound");
     let want = "endpointslices.discovery.k8s.io \"nope\" not found";
     assert_eq!(missing.message, want);
     let nope = slice("ns", "nope", &[]);
-    api_err(api.replace("nope", &pp(), &nope).await, 404, "NotFound");
+    expect_status(api.replace("nope", &pp(), &nope).await, 404, "NotFound");
 }
 
 #[tokio::test]
@@ -344,7 +312,7 @@ async fn service_generation_allocation_and_status_subresource() {
         "metadata": {"name": "web"},
         "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
     });
-    let svc: Service = serde_json::from_value(svc).unwrap();
+    let svc: Service = typed(svc);
     let created = api.create(&pp(), &svc).await.unwrap();
     let spec = created.spec.clone().unwrap();
     assert!(spec.cluster_ip.as_deref().unwrap().starts_with("10.96."));
@@ -354,7 +322,7 @@ async fn service_generation_allocation_and_status_subresource() {
     // Status is ignored on the main resource and written through /status.
     let mut s = created.clone();
     let lb = json!({"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}});
-    s.status = serde_json::from_value(lb).unwrap();
+    s.status = typed(lb);
     let main = api.replace("web", &pp(), &s).await.unwrap();
     assert_eq!(main.resource_version(), created.resource_version());
     let st = api.replace_status("web", &pp(), &s).await.unwrap();
@@ -385,13 +353,13 @@ async fn deletes_preconditions_finalizers_and_graceful_pods() {
         }),
         ..dp()
     };
-    let err = api_err(api.delete("s1", &with_uid("x")).await, 409, "Conflict");
+    let err = expect_status(api.delete("s1", &with_uid("x")).await, 409, "Conflict");
     let want = format!("Precondition failed: UID in precondition: x, UID in object meta: {uid}");
     assert!(err.message.ends_with(&want), "{}", err.message);
     let answer = api.delete("s1", &with_uid(&uid)).await.unwrap();
     let status = answer.right().expect("slices answer with a Status");
     assert_eq!(status.details.unwrap().uid, uid);
-    api_err(api.delete("s1", &dp()).await, 404, "NotFound");
+    expect_status(api.delete("s1", &dp()).await, 404, "NotFound");
 
     // A finalizer holds the object until it is removed.
     let mut held = slice("ns", "held", &["10.0.0.1"]);
@@ -400,7 +368,7 @@ async fn deletes_preconditions_finalizers_and_graceful_pods() {
     let marked = delete(&api, "held", dp()).await;
     assert!(marked.metadata.deletion_timestamp.is_some());
     patch(&api, "held", json!({"metadata": {"finalizers": null}})).await;
-    api_err(api.get("held").await, 404, "NotFound");
+    expect_status(api.get("held").await, 404, "NotFound");
 
     // A scheduled pod is deleted gracefully; grace 0 finishes it.
     let mut p = pod_json("ns", "p", json!({}));
@@ -417,7 +385,7 @@ async fn deletes_preconditions_finalizers_and_graceful_pods() {
     };
     let last = delete(&pods, "p", now).await;
     assert!(rv(&last) > rv(&going));
-    api_err(pods.get("p").await, 404, "NotFound");
+    expect_status(pods.get("p").await, 404, "NotFound");
 }
 
 #[tokio::test]
@@ -428,7 +396,7 @@ async fn namespaces_missing_and_terminating() {
     assert_eq!(system, "default,kube-node-lease,kube-public,kube-system");
     let api: Api<Slice> = Api::namespaced(server.client(), "nope");
     let created = api.create(&pp(), &slice("nope", "s", &[])).await;
-    let err = api_err(created, 404, "NotFound");
+    let err = expect_status(created, 404, "NotFound");
     assert_eq!(err.message, "namespaces \"nope\" not found");
 
     server
@@ -438,7 +406,7 @@ async fn namespaces_missing_and_terminating() {
     assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Terminating"));
     let api: Api<Slice> = Api::namespaced(server.client(), "doomed");
     let created = api.create(&pp(), &slice("doomed", "s", &[])).await;
-    let err = api_err(created, 403, "Forbidden");
+    let err = expect_status(created, 403, "Forbidden");
     let want = "endpointslices.discovery.k8s.io \"s\" is forbidden: \
                 unable to create new content in namespace doomed because it is being terminated";
     assert_eq!(err.message, want);
@@ -448,7 +416,7 @@ async fn namespaces_missing_and_terminating() {
     // Existing content can still be updated while terminating.
     patch(&api, "keep", json!({"metadata": {"labels": {"x": "y"}}})).await;
     server.finish_namespace("doomed");
-    api_err(nss.get("doomed").await, 404, "NotFound");
+    expect_status(nss.get("doomed").await, 404, "NotFound");
     assert!(server.list("endpointslices", "doomed").is_empty());
 }
 
@@ -460,7 +428,7 @@ async fn leases_need_a_resource_version() {
         "metadata": {"name": "sliced"},
         "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15},
     });
-    let lease: Lease = serde_json::from_value(lease).unwrap();
+    let lease: Lease = typed(lease);
     let created = api.create(&pp(), &lease).await.unwrap();
     let got = api.get("sliced").await.unwrap();
     assert_eq!(got.resource_version(), created.resource_version());
@@ -468,10 +436,10 @@ async fn leases_need_a_resource_version() {
     next.spec.as_mut().unwrap().holder_identity = Some("b".into());
     let replaced = api.replace("sliced", &pp(), &next).await.unwrap();
     assert!(rv(&replaced) > rv(&got));
-    api_err(api.replace("sliced", &pp(), &next).await, 409, "Conflict");
+    expect_status(api.replace("sliced", &pp(), &next).await, 409, "Conflict");
     let mut blind = replaced.clone();
     blind.metadata.resource_version = None;
-    api_err(api.replace("sliced", &pp(), &blind).await, 422, "Invalid");
+    expect_status(api.replace("sliced", &pp(), &blind).await, 422, "Invalid");
 }
 
 #[tokio::test]
@@ -485,8 +453,8 @@ async fn injected_faults_and_request_log() {
     let mut changed = s.clone();
     changed.endpoints.clear();
     let first = api.replace("s", &pp(), &changed).await;
-    api_err(first, 500, "InternalError");
-    api_err(api.replace("s", &pp(), &changed).await, 409, "Conflict");
+    expect_status(first, 500, "InternalError");
+    expect_status(api.replace("s", &pp(), &changed).await, 409, "Conflict");
     let stored: Slice = server.get_as("endpointslices", "ns", "s").unwrap();
     assert_eq!(stored.resource_version(), s.resource_version());
     api.replace("s", &pp(), &changed).await.unwrap();
@@ -654,7 +622,7 @@ async fn event_recorder_creates_then_patches_a_series() {
     };
     let recorder = Recorder::new(server.client(), reporter);
     let svc = json!({"metadata": {"name": "web", "namespace": "default"}});
-    let svc: Service = serde_json::from_value(svc).unwrap();
+    let svc: Service = typed(svc);
     let note = Note {
         type_: EventType::Normal,
         reason: "Synced".into(),
@@ -689,9 +657,18 @@ async fn odds_and_ends_of_http_semantics() {
     // HTTP creates reset status that has a subresource.
     let pods: Api<Pod> = Api::default_namespaced(server.client());
     let mut p = pod("default", "p", json!({}));
-    p.status = serde_json::from_value(json!({"phase": "Running"})).unwrap();
+    p.status = typed(json!({"phase": "Running"}));
     let created = pods.create(&pp(), &p).await.unwrap();
     assert_eq!(created.status.unwrap().phase.as_deref(), Some("Pending"));
+
+    // Direct writes set status only when they carry one.
+    server.create(pod("default", "d", json!({}))).unwrap();
+    let mut d: Pod = server.get_as("pods", "default", "d").unwrap();
+    assert_eq!(d.status.as_ref().unwrap().phase.as_deref(), Some("Pending"));
+    d.status = typed(json!({"phase": "Running"}));
+    server.replace(&d).unwrap();
+    d.status = None;
+    assert_eq!(server.apply(&d).unwrap()["status"]["phase"], "Running");
 
     // Dry runs change nothing; Endpoints may be created by PUT.
     let dry = PostParams {
@@ -701,10 +678,10 @@ async fn odds_and_ends_of_http_semantics() {
     pods.create(&dry, &pod("default", "dry", json!({})))
         .await
         .unwrap();
-    api_err(pods.get("dry").await, 404, "NotFound");
+    expect_status(pods.get("dry").await, 404, "NotFound");
     let eps: Api<Endpoints> = Api::default_namespaced(server.client());
     let ep = json!({"metadata": {"name": "web"}, "subsets": [{"ports": [{"port": 80}]}]});
-    let ep: Endpoints = serde_json::from_value(ep).unwrap();
+    let ep: Endpoints = typed(ep);
     let made = eps.replace("web", &pp(), &ep).await.unwrap();
     let subsets = made.subsets.unwrap();
     let port = &subsets[0].ports.as_ref().unwrap()[0];

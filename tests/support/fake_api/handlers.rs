@@ -308,11 +308,11 @@ impl FakeApiServer {
             after: after.as_deref(),
             at_rv,
         };
-        let page = state.list(r.res, &query).map_err(|e| {
+        let page = state.list(r.res, &query).map_err(|_expired| {
             if token.is_some() {
                 ApiError::expired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
             } else {
-                e
+                ApiError::expired("The resourceVersion for the provided list is too old.")
             }
         })?;
         let mut meta = json!({"resourceVersion": at_rv.to_string()});

@@ -41,8 +41,9 @@
 //!   resource seen through two versions.
 //! - `resourceVersion=0` lists honour `limit` (the watch cache may not).
 //! - Slow watch consumers are never cut off (queues are unbounded).
-//! - Direct store writes (not HTTP) may set status on any kind and
-//!   auto-create a missing namespace; they are not in the request log.
+//! - Direct store writes (not HTTP) set status when they carry one (as the
+//!   kubelet or a controller would), auto-create a missing namespace, and
+//!   are not in the request log.
 
 // Each including test crate uses a different part of this API.
 #![allow(dead_code)]
@@ -54,6 +55,7 @@ mod resources;
 mod selectors;
 mod status;
 mod store;
+pub mod testing;
 mod watch;
 mod writes;
 

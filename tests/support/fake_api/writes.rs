@@ -17,8 +17,9 @@ use super::status::{ApiError, Cause, delete_success};
 use super::store::{NsState, State, Stored, key};
 
 /// Who is writing: HTTP clients get the registry's status rules; the
-/// test's direct store calls act as user plus kubelet/controllers, so they
-/// may set status and may create into a missing namespace (auto-created).
+/// test's direct store calls act as user plus kubelet/controllers: a body
+/// with a `status` sets it, one without is treated as HTTP would treat it,
+/// and a missing namespace is auto-created.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
     Http,
@@ -166,7 +167,7 @@ impl State {
         set_meta(&mut obj, "uid", Some(json!(new_uid())));
         set_meta(&mut obj, "creationTimestamp", Some(json!(now_rfc3339())));
         set_initial_generation(res, &mut obj);
-        if ctx.origin == Origin::Http && k.status_subresource {
+        if k.status_subresource && (ctx.origin == Origin::Http || obj.get("status").is_none()) {
             reset_status_on_create(res, &mut obj);
         }
         apply_defaults(res, &mut obj, &mut self.alloc);
@@ -259,7 +260,8 @@ impl State {
                 old_v.get("metadata").and_then(|m| m.get(f)).cloned(),
             );
         }
-        if !status && k.status_subresource && ctx.origin == Origin::Http {
+        let keep_status = ctx.origin == Origin::Http || new.get("status").is_none();
+        if !status && k.status_subresource && keep_status {
             match old_v.get("status") {
                 Some(s) => new["status"] = s.clone(),
                 None => {
