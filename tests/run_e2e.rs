@@ -360,3 +360,30 @@ async fn pod_ready_to_slice_written_at_batch_period_zero() {
     assert!(p50 < Duration::from_millis(250), "p50 {p50:?}");
     running.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_health_and_readiness_are_served() {
+    let fake = small_cluster();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let running = run_harness::start_serving(&fake, options(), Some(listener));
+    settle(&fake, &running).await;
+    let (code, _) = run_harness::http_get(address, "/healthz").await;
+    assert_eq!(code, 200);
+    let (code, _) = run_harness::http_get(address, "/readyz").await;
+    assert_eq!(code, 200);
+    let (code, body) = run_harness::http_get(address, "/metrics").await;
+    assert_eq!(code, 200);
+    let writes = fake.count("create", "endpointslices");
+    for line in [
+        "endpoint_slice_controller_syncs{result=\"success\"}".to_string(),
+        format!("endpoint_slice_controller_changes{{operation=\"create\"}} {writes}"),
+        "endpoint_slice_controller_endpoints_desired 4".to_string(),
+        "workqueue_adds_total{name=\"endpoint_slice\"}".to_string(),
+        "sliced_leader 1".to_string(),
+        "sliced_watch_events_total{kind=\"Pod\"} 4".to_string(),
+    ] {
+        assert!(body.contains(&line), "no {line:?} in\n{body}");
+    }
+    running.stop().await.unwrap();
+}

@@ -66,13 +66,44 @@ pub fn lease(identity: &str) -> LeaseConfig {
 }
 
 pub fn start(fake: &FakeApiServer, options: RunOptions) -> Running {
+    start_serving(fake, options, None)
+}
+
+/// `start`, serving /metrics, /healthz and /readyz on `listener`.
+pub fn start_serving(
+    fake: &FakeApiServer,
+    options: RunOptions,
+    listener: Option<std::net::TcpListener>,
+) -> Running {
     let state = RunState::new(&options);
     let (stop, stopped) = oneshot::channel::<()>();
     let client = fake.client();
-    let task = tokio::spawn(run(client, options, state.clone(), None, async move {
+    let task = tokio::spawn(run(client, options, state.clone(), listener, async move {
         let _ = stopped.await;
     }));
     Running { state, stop, task }
+}
+
+/// One HTTP/1.1 GET: the status code and the body.
+pub async fn http_get(address: std::net::SocketAddr, path: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let request = format!("GET {path} HTTP/1.1\r\nHost: sliced\r\nConnection: close\r\n\r\n");
+    let text = tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap();
+        String::from_utf8_lossy(&response).into_owned()
+    })
+    .await
+    .unwrap();
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (code, body)
 }
 
 /// Waits until the run has synced, its queues are idle and the fake has seen no write for a
