@@ -120,6 +120,7 @@ fn per_type(plan: &Plan) -> SmallVec<[TypeSyncMetrics; 2]> {
 /// Endpoints and slices per port group once `plan` is carried out: the existing slices it neither
 /// updates nor deletes, plus those it writes; only of `address_type` when given. Each desired
 /// endpoint sits in exactly one of them, so this is upstream's {endpoints, slices} per port map.
+/// It runs on every sync, over every slice of the service: the loops are kept plain.
 fn cache_entry(
     existing: &[&EndpointSlice],
     plan: &Plan,
@@ -128,37 +129,22 @@ fn cache_entry(
     placeholder: bool,
 ) -> CacheEntry {
     let of_type = |s: &EndpointSlice| address_type.is_none_or(|t| s.address_type == *t);
-    let rewritten: SmallVec<[&str; 8]> = plan
-        .per_type
-        .iter()
-        .flat_map(|t| t.updates.iter().chain(&t.deletes))
-        .chain(&plan.unsupported_deletes)
-        .map(|s| s.meta.name.as_str())
-        .collect();
-    let kept = existing
-        .iter()
-        .copied()
-        .filter(|s| !rewritten.contains(&s.meta.name.as_str()));
-    let written = plan
-        .per_type
-        .iter()
-        .flat_map(|t| t.creates.iter().chain(&t.updates));
-    let mut groups: SmallVec<[(&[EndpointPort], usize, usize); 4]> = SmallVec::new();
-    for slice in kept.chain(written).filter(|s| of_type(s)) {
-        let n = slice.endpoints.len();
-        match groups
-            .iter_mut()
-            .find(|(p, _, _)| same_ports(p, &slice.ports))
-        {
-            Some((_, endpoints, slices)) => {
-                *endpoints += n;
-                *slices += 1;
+    let rewritten = rewritten_positions(existing, plan);
+    let mut groups = Groups::default();
+    for (i, slice) in existing.iter().enumerate() {
+        if of_type(slice) && !rewritten.contains(&i) {
+            groups.add(slice);
+        }
+    }
+    for t in &plan.per_type {
+        for slice in t.creates.iter().chain(&t.updates) {
+            if of_type(slice) {
+                groups.add(slice);
             }
-            None => groups.push((&slice.ports, n, 1)),
         }
     }
     let mut entry = CacheEntry::default();
-    for (_, endpoints, slices) in &groups {
+    for (_, endpoints, slices) in &groups.0 {
         entry.endpoints += endpoints;
         entry.slices += slices;
         entry.desired_slices += endpoints.div_ceil(max);
@@ -167,6 +153,52 @@ fn cache_entry(
         entry.desired_slices = entry.desired_slices.max(1);
     }
     entry
+}
+
+/// Port groups: ports, endpoints, slices.
+#[derive(Default)]
+struct Groups<'a>(SmallVec<[(&'a [EndpointPort], usize, usize); 4]>);
+
+impl<'a> Groups<'a> {
+    fn add(&mut self, slice: &'a EndpointSlice) {
+        let n = slice.endpoints.len();
+        match self
+            .0
+            .iter_mut()
+            .find(|(p, _, _)| same_ports(p, &slice.ports))
+        {
+            Some((_, endpoints, slices)) => {
+                *endpoints += n;
+                *slices += 1;
+            }
+            None => self.0.push((&slice.ports, n, 1)),
+        }
+    }
+}
+
+/// Positions in `existing` of the slices the plan updates or deletes. A write carries the name of
+/// the slice it replaces, nearly always the same allocation: addresses are compared first, and the
+/// text only when no address matches.
+fn rewritten_positions(existing: &[&EndpointSlice], plan: &Plan) -> SmallVec<[usize; 8]> {
+    let names = plan
+        .per_type
+        .iter()
+        .flat_map(|t| t.updates.iter().chain(&t.deletes))
+        .chain(&plan.unsupported_deletes)
+        .map(|s| s.meta.name.as_str());
+    let mut out = SmallVec::new();
+    for name in names {
+        let same_allocation = |s: &&EndpointSlice| {
+            let other = s.meta.name.as_str();
+            other.as_ptr() == name.as_ptr() && other.len() == name.len()
+        };
+        let found = existing
+            .iter()
+            .position(same_allocation)
+            .or_else(|| existing.iter().position(|s| s.meta.name.as_str() == name));
+        out.extend(found);
+    }
+    out
 }
 
 /// Upstream keys port groups by the set of ports, whatever their order.
@@ -230,8 +262,11 @@ mod tests {
     fn port_groups_ignore_port_order() {
         let (a, b) = (port("a", 1), port("b", 2));
         assert!(same_ports(&[a.clone(), b.clone()], &[b.clone(), a.clone()]));
-        assert!(!same_ports(&[a.clone()], &[b.clone()]));
-        assert!(!same_ports(&[a.clone()], &[a, b]));
+        assert!(!same_ports(
+            std::slice::from_ref(&a),
+            std::slice::from_ref(&b)
+        ));
+        assert!(!same_ports(std::slice::from_ref(&a), &[a.clone(), b]));
     }
 
     #[test]
