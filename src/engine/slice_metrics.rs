@@ -139,13 +139,20 @@ fn cache_entry(
     placeholder: bool,
 ) -> CacheEntry {
     let of_type = |s: &EndpointSlice| address_type.is_none_or(|t| s.address_type == *t);
-    let rewritten = rewritten_positions(existing, plan);
+    let mut rewritten = rewritten_positions(existing, plan);
+    rewritten.sort_unstable();
+    let mut rewritten = rewritten.into_iter().peekable();
     let mut groups = Groups {
         grouping,
         groups: SmallVec::new(),
     };
     for (i, slice) in existing.iter().enumerate() {
-        if of_type(slice) && !rewritten.contains(&i) {
+        // The positions are sorted: a cursor, not a search per slice.
+        if rewritten.next_if_eq(&i).is_some() {
+            while rewritten.next_if_eq(&i).is_some() {}
+            continue;
+        }
+        if of_type(slice) {
             groups.add(slice);
         }
     }
