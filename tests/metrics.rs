@@ -247,7 +247,13 @@ fn endpointslice_syncs_match_the_writes_and_the_slices() {
             name: pod.meta.name.clone(),
         });
     }
+    let incremental = engine.stats().incremental_syncs;
     drain(&engine, &sink, &metrics);
+    assert_eq!(
+        engine.stats().incremental_syncs,
+        incremental + 1,
+        "the incremental path's figures are checked here"
+    );
     let text = scrape(&engine, &metrics);
     let (held, endpoints) = slices_held(&sink, "default");
     assert_eq!(endpoints, 150);

@@ -53,17 +53,25 @@ pub struct CacheEntry {
 impl SliceSyncMetrics {
     /// An EndpointSlice controller sync's figures, before its plan is applied. Upstream's cache
     /// keeps one address type per service (the last reconciled: kubernetes#126004); so does this.
+    /// `incremental`: the plan is the incremental reconciler's, whose preconditions put every slice
+    /// holding endpoints in one port group, so ports need not be compared.
     pub(super) fn of_service(
         service: &Service,
         existing: &[&EndpointSlice],
         plan: &Plan,
         options: &Options,
+        incremental: bool,
     ) -> Self {
         let last = plan.per_type.last().and_then(|t| t.address_type.as_ref());
         let max = options.max_endpoints_per_slice.max(1);
+        let grouping = if incremental {
+            Grouping::Single
+        } else {
+            Grouping::ByPorts
+        };
         SliceSyncMetrics {
             per_type: per_type(plan),
-            cache: Some(cache_entry(existing, plan, last, max, true)),
+            cache: Some(cache_entry(existing, plan, last, max, grouping, true)),
             topology: if hints_enabled(&service.meta.annotations) {
                 "Auto"
             } else {
@@ -84,7 +92,8 @@ impl SliceSyncMetrics {
             per_type: per_type(plan),
             endpoints_updated: plan.per_type.iter().map(|t| t.endpoints_updated).sum(),
             addresses_skipped: plan.addresses_skipped,
-            cache: mirrored.then(|| cache_entry(existing, plan, None, max.max(1), false)),
+            cache: mirrored
+                .then(|| cache_entry(existing, plan, None, max.max(1), Grouping::ByPorts, false)),
             topology: "Disabled",
             ..SliceSyncMetrics::default()
         }
@@ -126,13 +135,24 @@ fn cache_entry(
     plan: &Plan,
     address_type: Option<&AddressType>,
     max: usize,
+    grouping: Grouping,
     placeholder: bool,
 ) -> CacheEntry {
     let of_type = |s: &EndpointSlice| address_type.is_none_or(|t| s.address_type == *t);
-    let rewritten = rewritten_positions(existing, plan);
-    let mut groups = Groups::default();
+    let mut rewritten = rewritten_positions(existing, plan);
+    rewritten.sort_unstable();
+    let mut rewritten = rewritten.into_iter().peekable();
+    let mut groups = Groups {
+        grouping,
+        groups: SmallVec::new(),
+    };
     for (i, slice) in existing.iter().enumerate() {
-        if of_type(slice) && !rewritten.contains(&i) {
+        // The positions are sorted: a cursor, not a search per slice.
+        if rewritten.next_if_eq(&i).is_some() {
+            while rewritten.next_if_eq(&i).is_some() {}
+            continue;
+        }
+        if of_type(slice) {
             groups.add(slice);
         }
     }
@@ -144,7 +164,7 @@ fn cache_entry(
         }
     }
     let mut entry = CacheEntry::default();
-    for (_, endpoints, slices) in &groups.0 {
+    for (_, endpoints, slices) in &groups.groups {
         entry.endpoints += endpoints;
         entry.slices += slices;
         entry.desired_slices += endpoints.div_ceil(max);
@@ -155,23 +175,37 @@ fn cache_entry(
     entry
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Grouping {
+    /// Slices are grouped by their set of ports.
+    ByPorts,
+    /// Every slice holding endpoints is known to be of one port group. Empty slices add nothing
+    /// but a slice, whatever their group, so all are counted as one group without reading ports.
+    Single,
+}
+
 /// Port groups: ports, endpoints, slices.
-#[derive(Default)]
-struct Groups<'a>(SmallVec<[(&'a [EndpointPort], usize, usize); 4]>);
+struct Groups<'a> {
+    grouping: Grouping,
+    groups: SmallVec<[(&'a [EndpointPort], usize, usize); 4]>,
+}
 
 impl<'a> Groups<'a> {
     fn add(&mut self, slice: &'a EndpointSlice) {
         let n = slice.endpoints.len();
-        match self
-            .0
-            .iter_mut()
-            .find(|(p, _, _)| same_ports(p, &slice.ports))
-        {
+        let found = match self.grouping {
+            Grouping::Single => self.groups.first_mut(),
+            Grouping::ByPorts => self
+                .groups
+                .iter_mut()
+                .find(|(p, _, _)| same_ports(p, &slice.ports)),
+        };
+        match found {
             Some((_, endpoints, slices)) => {
                 *endpoints += n;
                 *slices += 1;
             }
-            None => self.0.push((&slice.ports, n, 1)),
+            None => self.groups.push((&slice.ports, n, 1)),
         }
     }
 }
@@ -288,7 +322,7 @@ mod tests {
             }],
             ..Plan::default()
         };
-        let entry = cache_entry(&existing, &plan, Some(&v4), 100, true);
+        let entry = cache_entry(&existing, &plan, Some(&v4), 100, Grouping::ByPorts, true);
         assert_eq!(
             entry,
             CacheEntry {
@@ -298,7 +332,14 @@ mod tests {
             }
         );
         // Another address type's slices are not counted (upstream keeps one type per service).
-        let entry = cache_entry(&existing, &plan, Some(&AddressType::IPv6), 100, true);
+        let entry = cache_entry(
+            &existing,
+            &plan,
+            Some(&AddressType::IPv6),
+            100,
+            Grouping::ByPorts,
+            true,
+        );
         assert_eq!(
             entry,
             CacheEntry {
@@ -315,10 +356,33 @@ mod tests {
             }],
             ..Plan::default()
         };
-        let entry = cache_entry(&[], &placeholder, Some(&v4), 100, true);
+        let entry = cache_entry(&[], &placeholder, Some(&v4), 100, Grouping::ByPorts, true);
         assert_eq!((entry.slices, entry.desired_slices), (1, 1));
+        // One port group with endpoints, and an empty slice of other ports: counting them as one
+        // group, as the incremental path does, gives the same figures.
+        let empty = slice("empty", v4.clone(), Vec::new(), 0);
+        let one_group = [&kept, &updated, &empty];
+        let no_writes = Plan::default();
+        assert_eq!(
+            cache_entry(
+                &one_group,
+                &no_writes,
+                Some(&v4),
+                100,
+                Grouping::Single,
+                true
+            ),
+            cache_entry(
+                &one_group,
+                &no_writes,
+                Some(&v4),
+                100,
+                Grouping::ByPorts,
+                true
+            ),
+        );
         // Mirroring has no placeholder.
-        let entry = cache_entry(&[], &Plan::default(), None, 100, false);
+        let entry = cache_entry(&[], &Plan::default(), None, 100, Grouping::ByPorts, false);
         assert_eq!(entry, CacheEntry::default());
     }
 }

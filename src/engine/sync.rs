@@ -267,16 +267,21 @@ impl Engine {
             return Prepared::Stale;
         }
         let changes = self.changes.take(key);
-        let planned = |plan: Plan| {
-            let metrics =
-                SliceSyncMetrics::of_service(&service, &slice_refs, &plan, &self.options.reconcile);
+        let planned = |plan: Plan, incremental: bool| {
+            let metrics = SliceSyncMetrics::of_service(
+                &service,
+                &slice_refs,
+                &plan,
+                &self.options.reconcile,
+                incremental,
+            );
             Prepared::Plan(plan, Box::new(metrics))
         };
         if !changes.full
             && self.options.incremental
             && let Some(plan) = self.prepare_incremental(key, &service, &changes, &slice_refs)
         {
-            return planned(plan);
+            return planned(plan, true);
         }
         let nodes = self.nodes.read().clone();
         let topology = self.topology.read();
@@ -297,7 +302,7 @@ impl Engine {
             })
         });
         drop(topology);
-        planned(plan)
+        planned(plan, false)
     }
 
     /// The plan of a sync where only some pods changed since the last successful one, computed
