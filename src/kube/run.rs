@@ -162,7 +162,13 @@ pub async fn run(
                 events: state.metrics.watch_events(kind.as_str()),
                 restarts: state.metrics.watch_restarts(kind.as_str()),
             };
-            watch::spawn(client.clone(), kind, options.page_size, tx.clone(), counters)
+            watch::spawn(
+                client.clone(),
+                kind,
+                options.page_size,
+                tx.clone(),
+                counters,
+            )
         })
         .collect();
     drop(tx);

@@ -159,9 +159,7 @@ async fn watch<K>(
     while let Some(event) = stream.next().await {
         if matches!(
             event,
-            Ok(watcher::Event::InitApply(_)
-                | watcher::Event::Apply(_)
-                | watcher::Event::Delete(_))
+            Ok(watcher::Event::InitApply(_) | watcher::Event::Apply(_) | watcher::Event::Delete(_))
         ) {
             counters.events.inc();
         }
