@@ -108,11 +108,9 @@ impl RunState {
         let metrics = Arc::new(Metrics::new());
         let health = {
             let (metrics, engine) = (Arc::clone(&metrics), Arc::clone(&engine));
+            // The HTTP handler reads the resident set itself before each scrape.
             Arc::new(HttpState::new(Arc::clone(&metrics), move || {
-                if let Some(bytes) = resident_bytes() {
-                    metrics.set_resident_bytes(bytes);
-                }
-                metrics.refresh(&engine);
+                metrics.refresh(&engine)
             }))
         };
         RunState {
@@ -478,12 +476,4 @@ async fn publish_events(
             tracing::warn!(service = %service, error = %e, "could not record an event");
         }
     }
-}
-
-/// The process's resident set, from `/proc/self/status` (Linux); `None` elsewhere.
-fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
