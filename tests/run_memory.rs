@@ -2,45 +2,20 @@
 //! the fake API server: the heap this process holds once every watch has listed, less what it held
 //! before `run` started (the fake's own store included there).
 
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 #[path = "support/fake_api/mod.rs"]
 mod fake_api;
 #[path = "support/run_harness.rs"]
 mod run_harness;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use fake_api::FakeApiServer;
 use run_harness::{lease, node, options, pod, service, start};
 use serde_json::json;
 use sliced::kube::run::RunOptions;
-
-/// Counts live heap bytes.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
 
 const PODS: usize = 100_000;
 const SERVICES: usize = 1_000;
@@ -76,7 +51,7 @@ async fn watch_caches_per_pod_at_100k_pods() {
     }))
     .unwrap();
 
-    let before = LIVE.load(Ordering::SeqCst);
+    let before = counting_alloc::live();
     let started = Instant::now();
     let running = start(
         &fake,
@@ -96,7 +71,7 @@ async fn watch_caches_per_pod_at_100k_pods() {
     let synced_in = started.elapsed();
     // Let the watches' buffers drain.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let after = LIVE.load(Ordering::SeqCst);
+    let after = counting_alloc::live();
     assert_eq!(running.state.engine.index().pods().len(), PODS);
     assert!(!running.state.gate.is_open());
     assert_eq!(fake.writes("endpointslices"), 0);

@@ -109,9 +109,19 @@ pub async fn http_get(address: std::net::SocketAddr, path: &str) -> (u16, String
     (code, body)
 }
 
-/// Waits until the run has synced, its queues are idle and the fake has seen no write for a
-/// while: the cluster has settled.
+/// Waits until the run has synced, its queues are idle and the fake has seen no slice or
+/// Endpoints write for a while: the cluster has settled.
 pub async fn settle(fake: &FakeApiServer, running: &Running) {
+    wait_quiet(fake, running, true).await;
+}
+
+/// Waits until a replica that does not lead (its queue holds work it may not do) has filled its
+/// caches and the fake is quiet.
+pub async fn settle_standby(fake: &FakeApiServer, running: &Running) {
+    wait_quiet(fake, running, false).await;
+}
+
+async fn wait_quiet(fake: &FakeApiServer, running: &Running, leads: bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut last = (u64::MAX, Instant::now());
     loop {
@@ -121,15 +131,15 @@ pub async fn settle(fake: &FakeApiServer, running: &Running) {
         );
         assert!(!running.is_finished(), "run stopped on its own");
         // Lease renewals and events write all the time; quiet means no slice or Endpoints write.
-        let rv = (fake.writes("endpointslices") + fake.writes("endpoints")) as u64;
-        if rv != last.0 {
-            last = (rv, Instant::now());
+        let writes = (fake.writes("endpointslices") + fake.writes("endpoints")) as u64;
+        if writes != last.0 {
+            last = (writes, Instant::now());
         }
         if running
             .state
             .synced
             .load(std::sync::atomic::Ordering::SeqCst)
-            && running.state.engine.is_idle()
+            && (!leads || running.state.engine.is_idle())
             && fake.open_watches() >= watched_kinds(running)
             && last.1.elapsed() > Duration::from_millis(300)
         {
@@ -142,33 +152,6 @@ pub async fn settle(fake: &FakeApiServer, running: &Running) {
 /// The watches one run keeps open.
 fn watched_kinds(running: &Running) -> usize {
     sliced::kube::watch::watched_kinds(running.state.engine.options().controllers).len()
-}
-
-/// Waits until a replica that does not lead has filled its caches and the fake is quiet.
-pub async fn settle_standby(fake: &FakeApiServer, running: &Running) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let mut last = (u64::MAX, Instant::now());
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "the standby did not settle in 30 s"
-        );
-        // Lease renewals and events write all the time; quiet means no slice or Endpoints write.
-        let rv = (fake.writes("endpointslices") + fake.writes("endpoints")) as u64;
-        if rv != last.0 {
-            last = (rv, Instant::now());
-        }
-        if running
-            .state
-            .synced
-            .load(std::sync::atomic::Ordering::SeqCst)
-            && fake.open_watches() >= watched_kinds(running)
-            && last.1.elapsed() > Duration::from_millis(300)
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// Every object of the kinds `sliced reconcile` reads, as one List.
