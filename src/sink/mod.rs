@@ -245,7 +245,51 @@ impl WriteError {
     pub fn is_namespace_terminating(&self) -> bool {
         matches!(self, WriteError::NamespaceTerminating { .. })
     }
+
+    /// A metrics label for why the write failed: a metav1 `StatusReason`, `NamespaceTerminating`,
+    /// `PreconditionFailed` or sliced's `NotLeader`. Reasons outside that list are `Unknown`, so
+    /// that a server's free text cannot grow the label set.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            WriteError::Conflict { .. } => "Conflict",
+            WriteError::NotFound { .. } => "NotFound",
+            WriteError::AlreadyExists { .. } => "AlreadyExists",
+            WriteError::NamespaceTerminating { .. } => "NamespaceTerminating",
+            WriteError::Status {
+                code: 409, message, ..
+            } if message.contains("Precondition failed") => "PreconditionFailed",
+            WriteError::Status { reason, .. } => STATUS_REASONS
+                .iter()
+                .find(|known| **known == reason.as_str())
+                .copied()
+                .unwrap_or("Unknown"),
+        }
+    }
 }
+
+/// metav1's `StatusReason` values, and the one sliced gives a write it did not send because this
+/// replica lost the lease.
+const STATUS_REASONS: [&str; 19] = [
+    "Unauthorized",
+    "Forbidden",
+    "NotFound",
+    "AlreadyExists",
+    "Conflict",
+    "Gone",
+    "Invalid",
+    "ServerTimeout",
+    "Timeout",
+    "TooManyRequests",
+    "BadRequest",
+    "MethodNotAllowed",
+    "NotAcceptable",
+    "RequestEntityTooLarge",
+    "UnsupportedMediaType",
+    "InternalError",
+    "Expired",
+    "ServiceUnavailable",
+    "NotLeader",
+];
 
 /// The API server, as the reconcilers' writes see it. Methods take `&self` so that one sink can serve
 /// parallel workers. Each returns the object as the server stored it. Creates and updates take the
@@ -262,3 +306,101 @@ pub mod memory;
 
 pub use apply::{AppliedWrite, ApplyOutcome, TypeOutcome, TypeStatus, apply_plan};
 pub use memory::{MemorySink, WriteRecord};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(code: u16, reason: &str, message: &str) -> WriteError {
+        WriteError::Status {
+            code,
+            reason: reason.to_string(),
+            message: message.to_string(),
+        }
+    }
+
+    #[test]
+    fn reasons_of_the_typed_refusals() {
+        let (kind, name) = (Kind::EndpointSlice.resource(), Name::new("web-abc"));
+        let typed = [
+            (
+                WriteError::Conflict {
+                    kind,
+                    name: name.clone(),
+                },
+                "Conflict",
+            ),
+            (
+                WriteError::NotFound {
+                    kind,
+                    name: name.clone(),
+                },
+                "NotFound",
+            ),
+            (
+                WriteError::AlreadyExists {
+                    kind,
+                    name: name.clone(),
+                },
+                "AlreadyExists",
+            ),
+            (
+                WriteError::NamespaceTerminating {
+                    kind,
+                    name,
+                    namespace: Name::new("doomed"),
+                },
+                "NamespaceTerminating",
+            ),
+        ];
+        for (error, reason) in typed {
+            assert_eq!(error.reason(), reason, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn status_reasons_are_kept_from_a_fixed_list() {
+        for (code, reason) in [
+            (500, "InternalError"),
+            (503, "ServiceUnavailable"),
+            (503, "NotLeader"),
+            (422, "Invalid"),
+            (429, "TooManyRequests"),
+            (403, "Forbidden"),
+            (401, "Unauthorized"),
+            (504, "Timeout"),
+            (410, "Expired"),
+            (409, "Conflict"),
+        ] {
+            assert_eq!(status(code, reason, "x").reason(), reason);
+        }
+        assert_eq!(
+            WriteError::invalid(Kind::Endpoints, "web", "subsets[0]: bad").reason(),
+            "Invalid"
+        );
+    }
+
+    #[test]
+    fn a_failed_uid_precondition_is_told_from_a_conflict() {
+        let precondition = WriteError::uid_precondition(Kind::EndpointSlice, "web-abc", "a", "b");
+        assert!(precondition.is_conflict());
+        assert_eq!(precondition.reason(), "PreconditionFailed");
+        // Only a 409 says so: the same words under another code are its reason.
+        assert_eq!(
+            status(500, "InternalError", "Precondition failed").reason(),
+            "InternalError"
+        );
+    }
+
+    #[test]
+    fn other_reasons_are_unknown() {
+        for reason in [
+            "",
+            "internalerror",
+            "Some free text from a webhook",
+            "Success",
+        ] {
+            assert_eq!(status(500, reason, "x").reason(), "Unknown", "{reason:?}");
+        }
+    }
+}
