@@ -14,7 +14,7 @@ use sliced::model::{
 };
 use sliced::queue::{Clock, VirtualClock};
 use sliced::sim;
-use sliced::sink::{Kind, MemorySink, Verb};
+use sliced::sink::{Kind, MemorySink, Verb, WriteError};
 
 fn engine(controllers: Controllers) -> Engine {
     let clock: Arc<dyn Clock> = Arc::new(VirtualClock::new());
@@ -483,4 +483,79 @@ fn adapter_setters_show_in_the_exposition() {
         0.0
     );
     assert!(!text.contains("# EOF"));
+}
+
+#[test]
+fn refused_writes_are_counted_by_kind_verb_and_reason() {
+    let engine = engine(Controllers::ENDPOINTSLICE);
+    let metrics = Metrics::new();
+    let conflict = WriteError::Conflict {
+        kind: Kind::EndpointSlice.resource(),
+        name: Name::new("web-abc"),
+    };
+    let server_error = WriteError::Status {
+        code: 500,
+        reason: "InternalError".to_string(),
+        message: "Internal error occurred: etcdserver: request timed out".to_string(),
+    };
+    let webhook = WriteError::Status {
+        code: 500,
+        reason: "a webhook's own words".to_string(),
+        message: "x".to_string(),
+    };
+    metrics.record_write_error(Kind::EndpointSlice, Verb::Update, &conflict);
+    metrics.record_write_error(Kind::EndpointSlice, Verb::Update, &conflict);
+    metrics.record_write_error(Kind::EndpointSlice, Verb::Create, &server_error);
+    metrics.record_write_error(
+        Kind::EndpointSlice,
+        Verb::Delete,
+        &WriteError::uid_precondition(Kind::EndpointSlice, "web-abc", "a", "b"),
+    );
+    metrics.record_write_error(
+        Kind::Endpoints,
+        Verb::Update,
+        &WriteError::NamespaceTerminating {
+            kind: Kind::Endpoints.resource(),
+            name: Name::new("web"),
+            namespace: Name::new("doomed"),
+        },
+    );
+    metrics.record_write_error(Kind::Endpoints, Verb::Create, &webhook);
+    let text = scrape(&engine, &metrics);
+    check_text_format(&text);
+    assert!(text.contains(
+        "# HELP sliced_write_errors_total Writes the API server refused, or that were not sent, by kind, verb and reason\n"
+    ));
+    assert!(text.contains("# TYPE sliced_write_errors_total counter\n"));
+    for (series, n) in [
+        (
+            r#"sliced_write_errors_total{kind="EndpointSlice",verb="update",reason="Conflict"}"#,
+            2.0,
+        ),
+        (
+            r#"sliced_write_errors_total{kind="EndpointSlice",verb="create",reason="InternalError"}"#,
+            1.0,
+        ),
+        (
+            r#"sliced_write_errors_total{kind="EndpointSlice",verb="delete",reason="PreconditionFailed"}"#,
+            1.0,
+        ),
+        (
+            r#"sliced_write_errors_total{kind="Endpoints",verb="update",reason="NamespaceTerminating"}"#,
+            1.0,
+        ),
+        (
+            r#"sliced_write_errors_total{kind="Endpoints",verb="create",reason="Unknown"}"#,
+            1.0,
+        ),
+    ] {
+        assert_eq!(value(&text, series), n, "{series}");
+    }
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("sliced_write_errors_total{"))
+            .count(),
+        5,
+        "{text}"
+    );
 }

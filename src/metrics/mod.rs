@@ -18,6 +18,7 @@ mod workqueue;
 use prometheus_client::registry::Registry;
 
 use crate::engine::{ENDPOINTSLICE_CONTROLLER, Engine, MIRRORING_CONTROLLER, SyncRecord};
+use crate::sink::{Kind, Verb, WriteError};
 
 pub use exposition::PlainCounter;
 pub use own::DryRunMetrics;
@@ -88,6 +89,12 @@ impl Metrics {
         self.slices.observe(&of(ENDPOINTSLICE_CONTROLLER));
         self.mirroring.observe(&of(MIRRORING_CONTROLLER));
         self.own.observe(records);
+    }
+
+    /// Counts one write the sink returned as failed, by [`WriteError::reason`]. Called by the sink,
+    /// which alone sees every refusal, including writes it did not send.
+    pub fn record_write_error(&self, kind: Kind, verb: Verb, error: &WriteError) {
+        self.own.record_write_error(kind, verb, error.reason());
     }
 
     /// Reads the gauges the engine keeps: queue figures and object counts. Call before `encode`.

@@ -1,5 +1,5 @@
-//! sliced's own metrics: sync durations and writes of every controller, the index's size, shadow
-//! mode's differences, leadership and the watches.
+//! sliced's own metrics: sync durations and writes of every controller, refused writes, the index's
+//! size, shadow mode's differences, leadership and the watches.
 
 use std::sync::atomic::AtomicU64;
 
@@ -28,6 +28,7 @@ pub(super) struct OwnMetrics {
     sync_duration: Family<Label1, Histogram, fn() -> Histogram>,
     syncs: Family<Label2, PlainCounter>,
     writes: Family<Label3, PlainCounter>,
+    write_errors: Family<Label3, PlainCounter>,
     index_objects: Family<Label1, Gauge>,
     bytes_per_pod: Lazy<FloatGauge>,
     resident_bytes: Lazy<Gauge>,
@@ -80,6 +81,11 @@ impl OwnMetrics {
             writes: x.add(
                 "sliced_writes_total",
                 "Writes the API server accepted, by controller, kind and verb",
+                Family::default(),
+            ),
+            write_errors: x.add(
+                "sliced_write_errors_total",
+                "Writes the API server refused, or that were not sent, by kind, verb and reason",
                 Family::default(),
             ),
             index_objects: x.add(
@@ -145,6 +151,15 @@ impl OwnMetrics {
                 self.writes.get_or_create(&labels).inc();
             }
         }
+    }
+
+    pub(super) fn record_write_error(&self, kind: Kind, verb: Verb, reason: &'static str) {
+        let labels = [
+            ("kind", kind.as_str()),
+            ("verb", verb.as_str()),
+            ("reason", reason),
+        ];
+        self.write_errors.get_or_create(&labels).inc();
     }
 
     pub(super) fn refresh(&self, counts: ObjectCounts) {
