@@ -16,9 +16,10 @@ use serde::de::DeserializeOwned;
 use tokio::runtime::Handle;
 
 use super::convert::{endpoint_slice_to_k8s, endpoints_to_k8s, time};
+use crate::metrics::Metrics;
 use crate::model::Name;
 use crate::queue::TokenBucket;
-use crate::sink::{Kind, Object, Sink, WriteError};
+use crate::sink::{Kind, Object, Sink, Verb, WriteError};
 
 /// Whether this replica may write: set by leader election, cleared the moment the lease is lost.
 #[derive(Clone, Debug, Default)]
@@ -48,20 +49,46 @@ pub struct ApiSink {
     client: Client,
     runtime: Handle,
     gate: WriteGate,
+    /// Counts the writes refused or not sent, as `sliced_write_errors_total`.
+    metrics: Arc<Metrics>,
     /// `--kube-api-qps` / `--kube-api-burst`, over writes.
     limiter: Mutex<TokenBucket>,
     started: Instant,
 }
 
 impl ApiSink {
-    pub fn new(client: Client, runtime: Handle, gate: WriteGate, qps: f64, burst: u32) -> Self {
+    pub fn new(
+        client: Client,
+        runtime: Handle,
+        gate: WriteGate,
+        metrics: Arc<Metrics>,
+        qps: f64,
+        burst: u32,
+    ) -> Self {
         ApiSink {
             client,
             runtime,
             gate,
+            metrics,
             limiter: Mutex::new(TokenBucket::new(qps, burst)),
             started: Instant::now(),
         }
+    }
+
+    /// Counts a failed write. A delete answered NotFound is not counted: the caller takes it as
+    /// done, as upstream does, which counts it as a success.
+    fn counted<T>(
+        &self,
+        kind: Kind,
+        verb: Verb,
+        result: Result<T, WriteError>,
+    ) -> Result<T, WriteError> {
+        if let Err(e) = &result
+            && !(verb == Verb::Delete && e.is_not_found())
+        {
+            self.metrics.record_write_error(kind, verb, e);
+        }
+        result
     }
 
     /// Waits for a write token, then checks that this replica still leads.
@@ -164,20 +191,10 @@ impl ApiSink {
         };
         Ok(stored.meta().clone())
     }
-}
-
-impl Sink for ApiSink {
-    fn create(&self, object: Object) -> Result<Object, WriteError> {
-        self.write(object, true)
-    }
-
-    fn update(&self, object: Object) -> Result<Object, WriteError> {
-        self.write(object, false)
-    }
 
     /// Deletes with the UID the engine saw as a precondition: a slice recreated under the same
     /// name since is left alone.
-    fn delete(&self, object: &Object) -> Result<(), WriteError> {
+    fn remove(&self, object: &Object) -> Result<(), WriteError> {
         self.admit()?;
         let meta = object.meta();
         let params = DeleteParams {
@@ -199,6 +216,22 @@ impl Sink for ApiSink {
             }
         }
         Ok(())
+    }
+}
+
+impl Sink for ApiSink {
+    fn create(&self, object: Object) -> Result<Object, WriteError> {
+        let kind = object.kind();
+        self.counted(kind, Verb::Create, self.write(object, true))
+    }
+
+    fn update(&self, object: Object) -> Result<Object, WriteError> {
+        let kind = object.kind();
+        self.counted(kind, Verb::Update, self.write(object, false))
+    }
+
+    fn delete(&self, object: &Object) -> Result<(), WriteError> {
+        self.counted(object.kind(), Verb::Delete, self.remove(object))
     }
 }
 
@@ -312,5 +345,92 @@ mod tests {
         assert_eq!(rbac.status_code(), 403);
         let invalid = map(api_error(422, "Invalid", "bad field", None));
         assert_eq!(invalid.status_code(), 422);
+    }
+
+    /// A client whose server refuses every write: POST with 500, PUT with 409, DELETE with 404.
+    fn refusing_client() -> Client {
+        let service = tower::service_fn(|request: http::Request<kube::client::Body>| async move {
+            let (code, reason) = match *request.method() {
+                http::Method::POST => (500, "InternalError"),
+                http::Method::PUT => (409, "Conflict"),
+                _ => (404, "NotFound"),
+            };
+            let status = serde_json::json!({
+                "kind": "Status", "apiVersion": "v1", "status": "Failure",
+                "code": code, "reason": reason, "message": "refused",
+            });
+            http::Response::builder()
+                .status(code)
+                .header("content-type", "application/json")
+                .body(http_body_util::Full::new(hyper::body::Bytes::from(
+                    status.to_string(),
+                )))
+        });
+        Client::new(service, "default")
+    }
+
+    #[test]
+    fn refused_writes_are_counted_except_a_delete_of_what_is_gone() {
+        let runtime = match tokio::runtime::Runtime::new() {
+            Ok(r) => r,
+            Err(e) => panic!("a runtime: {e}"),
+        };
+        let client = {
+            let _entered = runtime.enter();
+            refusing_client()
+        };
+        let metrics = Arc::new(Metrics::new());
+        let gate = WriteGate::open();
+        let sink = ApiSink::new(
+            client,
+            runtime.handle().clone(),
+            gate.clone(),
+            Arc::clone(&metrics),
+            1000.0,
+            1000,
+        );
+        let object = Object::from(crate::model::Endpoints {
+            meta: crate::model::Meta {
+                namespace: Name::new("ns"),
+                name: Name::new("web"),
+                ..Default::default()
+            },
+            ..Default::default()
+        });
+        assert_eq!(
+            sink.create(object.clone()).map(|_| ()),
+            Err(WriteError::Status {
+                code: 500,
+                reason: "InternalError".to_string(),
+                message: "refused".to_string(),
+            })
+        );
+        assert!(sink.update(object.clone()).is_err_and(|e| e.is_conflict()));
+        assert!(sink.delete(&object).is_err_and(|e| e.is_not_found()));
+        gate.set(false);
+        assert!(
+            sink.delete(&object)
+                .is_err_and(|e| e.reason() == "NotLeader")
+        );
+
+        let text = match metrics.encode() {
+            Ok(text) => text,
+            Err(e) => panic!("{e}"),
+        };
+        // A family's series come in no set order.
+        let mut series: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("sliced_write_errors_total{"))
+            .collect();
+        series.sort_unstable();
+        assert_eq!(
+            series,
+            [
+                r#"sliced_write_errors_total{kind="Endpoints",verb="create",reason="InternalError"} 1"#,
+                r#"sliced_write_errors_total{kind="Endpoints",verb="delete",reason="NotLeader"} 1"#,
+                r#"sliced_write_errors_total{kind="Endpoints",verb="update",reason="Conflict"} 1"#,
+            ],
+            "{text}"
+        );
     }
 }

@@ -189,6 +189,7 @@ pub async fn run(
             client.clone(),
             tokio::runtime::Handle::current(),
             state.gate.clone(),
+            Arc::clone(&state.metrics),
             options.kube_api_qps,
             options.kube_api_burst,
         )),
