@@ -46,6 +46,25 @@ fn ready_count(slices: &[Value]) -> usize {
         .count()
 }
 
+/// `start`, serving /metrics on a port of its own.
+fn start_with_metrics(fake: &FakeApiServer) -> (run_harness::Running, std::net::SocketAddr) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    (
+        run_harness::start_serving(fake, options(), Some(listener)),
+        address,
+    )
+}
+
+/// The value of the sample written exactly as `series` in the served exposition; 0 if absent.
+async fn scraped(address: std::net::SocketAddr, series: &str) -> f64 {
+    let (code, body) = run_harness::http_get(address, "/metrics").await;
+    assert_eq!(code, 200);
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or(0.0)
+}
+
 fn set_ready(fake: &FakeApiServer, name: &str, ready: bool) {
     let mut p = fake.get("pods", "default", name).unwrap();
     p["status"]["conditions"][0]["status"] = Value::from(if ready { "True" } else { "False" });
@@ -172,7 +191,7 @@ async fn a_watch_expired_mid_stream_loses_no_event_and_causes_no_write_storm() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_conflict_is_retried_until_it_lands() {
     let fake = small_cluster();
-    let running = start(&fake, options());
+    let (running, address) = start_with_metrics(&fake);
     settle(&fake, &running).await;
     let updates_before = fake.count("update", "endpointslices");
 
@@ -185,6 +204,15 @@ async fn a_write_conflict_is_retried_until_it_lands() {
         fake.count("update", "endpointslices") >= updates_before + 2,
         "the refused update was sent again"
     );
+    assert_eq!(
+        scraped(
+            address,
+            r#"sliced_write_errors_total{kind="EndpointSlice",verb="update",reason="Conflict"}"#
+        )
+        .await,
+        1.0,
+        "the injected conflict is counted once"
+    );
     running.stop().await.unwrap();
 }
 
@@ -192,7 +220,7 @@ async fn a_write_conflict_is_retried_until_it_lands() {
 async fn server_errors_are_retried_and_recorded_as_events_on_the_service() {
     let fake = small_cluster();
     fake.fail_next("create", "endpointslices", 500, 2);
-    let running = start(&fake, options());
+    let (running, address) = start_with_metrics(&fake);
     settle(&fake, &running).await;
     assert_matches_reconcile(&fake);
     let events: Vec<Value> = fake
@@ -206,6 +234,15 @@ async fn server_errors_are_retried_and_recorded_as_events_on_the_service() {
             .any(|e| e["reason"] == "FailedToUpdateEndpointSlices"
                 && (e["regarding"]["name"] == "web" || e["involvedObject"]["name"] == "web")),
         "no FailedToUpdateEndpointSlices event on the service: {events:?}"
+    );
+    assert_eq!(
+        scraped(
+            address,
+            r#"sliced_write_errors_total{kind="EndpointSlice",verb="create",reason="InternalError"}"#
+        )
+        .await,
+        2.0,
+        "both injected server errors are counted"
     );
     running.stop().await.unwrap();
 }
