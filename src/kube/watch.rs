@@ -15,8 +15,8 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::convert::{
-    ConvertError, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s, pod_from_k8s,
-    service_from_k8s,
+    ConvertError, WatchedPod, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s,
+    pod_from_watched, service_from_k8s,
 };
 use crate::change::{Change, ChangeKind};
 use crate::controllers::Controllers;
@@ -85,12 +85,13 @@ pub fn spawn(
             (out, counters.clone()),
             |s| service_from_k8s(s).map(Change::Service),
         )),
-        ChangeKind::Pod => tokio::spawn(watch::<core::Pod>(
+        // Decoded into the fields the controllers read: pods are most of a cluster's bytes.
+        ChangeKind::Pod => tokio::spawn(watch::<WatchedPod>(
             Api::all(client),
             kind,
             config,
             (out, counters.clone()),
-            |p| pod_from_k8s(p).map(Change::Pod),
+            |p| pod_from_watched(p).map(Change::Pod),
         )),
         ChangeKind::Node => tokio::spawn(watch::<core::Node>(
             Api::all(client),

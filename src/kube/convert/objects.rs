@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use smallvec::SmallVec;
 
+use super::watched_pod::{WatchedPod, WatchedPodSpec, WatchedPodStatus};
 use super::{
     ConvertError, MetaRules, ip, labels, meta_from_k8s, non_empty_intern, opt_intern,
     parse_cpu_millis, pod_meta_from_k8s, port, protocol, time,
@@ -145,12 +146,17 @@ fn service_port(i: usize, p: &core::ServicePort) -> Result<ServicePort, ConvertE
     })
 }
 
+/// A full pod (manifests, fixtures), through the same conversion as a watched one.
 pub fn pod_from_k8s(pod: &core::Pod) -> Result<Pod, ConvertError> {
+    pod_from_watched(&WatchedPod::from(pod))
+}
+
+pub fn pod_from_watched(pod: &WatchedPod) -> Result<Pod, ConvertError> {
     // No controller reads a pod's annotations, and real pods carry many: not kept.
     let meta = pod_meta_from_k8s(&pod.metadata, POD)?;
-    let default_spec = core::PodSpec::default();
+    let default_spec = WatchedPodSpec::default();
     let spec = pod.spec.as_ref().unwrap_or(&default_spec);
-    let default_status = core::PodStatus::default();
+    let default_status = WatchedPodStatus::default();
     let status = pod.status.as_ref().unwrap_or(&default_status);
 
     let phase = match status.phase.as_deref() {
@@ -208,11 +214,12 @@ pub fn pod_from_k8s(pod: &core::Pod) -> Result<Pod, ConvertError> {
 
 /// Named ports of regular containers, then of restartable init containers (sidecars). Every port
 /// is validated, named or not.
-fn named_ports(spec: &core::PodSpec) -> Result<Arc<[ContainerPort]>, ConvertError> {
+fn named_ports(spec: &WatchedPodSpec) -> Result<Arc<[ContainerPort]>, ConvertError> {
     let mut out = Vec::new();
     let init = spec.init_containers.as_deref().unwrap_or_default();
+    let containers = spec.containers.as_deref().unwrap_or_default();
     let groups = [
-        ("containers", spec.containers.as_slice(), false),
+        ("containers", containers, false),
         ("initContainers", init, true),
     ];
     for (field, containers, sidecars) in groups {
