@@ -693,6 +693,185 @@ async fn odds_and_ends_of_http_semantics() {
     assert_eq!(server.count("delete", "pods"), 1);
 }
 
+/// A minimal Service to own things.
+fn owner_service(ns: &str, name: &str) -> Service {
+    typed(json!({"metadata": {"namespace": ns, "name": name}, "spec": {"ports": [{"port": 80}]}}))
+}
+
+/// An owner reference to `svc`, blocking its foreground deletion as controllers' do.
+fn owned_by(svc: &Service) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "name": svc.name_any(),
+           "uid": svc.uid().unwrap(), "controller": false, "blockOwnerDeletion": true})
+}
+
+fn with_owners(mut s: Slice, owners: &[&Service]) -> Slice {
+    let refs: Vec<Value> = owners.iter().map(|o| owned_by(o)).collect();
+    s.metadata.owner_references = Some(typed(json!(refs)));
+    s
+}
+
+fn owner_uids(s: &Slice) -> Vec<String> {
+    s.owner_references().iter().map(|r| r.uid.clone()).collect()
+}
+
+#[tokio::test]
+async fn garbage_collector_deletes_dependents_whose_owners_are_all_gone() {
+    let server = FakeApiServer::new();
+    let services: Api<Service> = Api::namespaced(server.client(), "gc");
+    server.ensure_namespace("gc");
+    let a = services
+        .create(&pp(), &owner_service("gc", "a"))
+        .await
+        .unwrap();
+    let b = services
+        .create(&pp(), &owner_service("gc", "b"))
+        .await
+        .unwrap();
+    let slices: Api<Slice> = Api::namespaced(server.client(), "gc");
+    for (name, owners) in [
+        ("only-a", vec![&a]),
+        ("a-and-b", vec![&a, &b]),
+        ("free", vec![]),
+    ] {
+        let s = with_owners(slice("gc", name, &["10.0.0.1"]), &owners);
+        slices.create(&pp(), &s).await.unwrap();
+    }
+    // The same name and uid in another namespace is not the owner.
+    let elsewhere = with_owners(slice("other", "stray", &[]), &[&a]);
+    server.create(&elsewhere).unwrap();
+    assert!(
+        server.get("endpointslices", "other", "stray").is_none(),
+        "its owner is absent"
+    );
+
+    let from = server.resource_version().to_string();
+    let mut w = slices
+        .watch(&WatchParams::default(), &from)
+        .await
+        .unwrap()
+        .boxed();
+    let gone = delete(&services, "a", dp()).await;
+    // Collected already when the owner's DELETE returns (the fake's collector is synchronous).
+    expect_status(slices.get("only-a").await, 404, "NotFound");
+    let kept = slices.get("a-and-b").await.unwrap();
+    assert_eq!(
+        owner_uids(&kept),
+        [b.uid().unwrap()],
+        "only the live owner is left"
+    );
+    assert_eq!(kept.metadata.generation, Some(1), "metadata only");
+    assert!(slices.get("free").await.is_ok());
+
+    // Each of the collector's writes is a change of its own, after the owner's deletion.
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        match next_raw(&mut w).await {
+            WatchEvent::Deleted(s) => seen.push(("DELETED", s.name_any(), rv(&s))),
+            WatchEvent::Modified(s) => seen.push(("MODIFIED", s.name_any(), rv(&s))),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    seen.sort();
+    assert_eq!((seen[0].0, seen[0].1.as_str()), ("DELETED", "only-a"));
+    assert_eq!((seen[1].0, seen[1].1.as_str()), ("MODIFIED", "a-and-b"));
+    assert!(seen[0].2 > rv(&gone) && seen[1].2 > rv(&gone) && seen[0].2 != seen[1].2);
+
+    // The last owner gone, the dependent goes; one made for a gone owner goes at once.
+    delete(&services, "b", dp()).await;
+    expect_status(slices.get("a-and-b").await, 404, "NotFound");
+    let late = with_owners(slice("gc", "late", &[]), &[&b]);
+    slices.create(&pp(), &late).await.unwrap();
+    expect_status(slices.get("late").await, 404, "NotFound");
+    assert_eq!(names(&slices, lp()).await, "free");
+    // The collector's requests are not the client's.
+    assert_eq!(server.count("delete", "endpointslices"), 0);
+}
+
+#[tokio::test]
+async fn a_lagging_collector_catches_up_even_after_the_owners_name_is_reused() {
+    let server = FakeApiServer::builder().garbage_collection(false).build();
+    let services: Api<Service> = Api::default_namespaced(server.client());
+    let slices: Api<Slice> = Api::default_namespaced(server.client());
+    let old = services
+        .create(&pp(), &owner_service("default", "web"))
+        .await
+        .unwrap();
+    let s = with_owners(slice("default", "s", &[]), &[&old]);
+    slices.create(&pp(), &s).await.unwrap();
+    delete(&services, "web", dp()).await;
+    let new = services
+        .create(&pp(), &owner_service("default", "web"))
+        .await
+        .unwrap();
+    let t = with_owners(slice("default", "t", &[]), &[&new]);
+    slices.create(&pp(), &t).await.unwrap();
+    assert_eq!(names(&slices, lp()).await, "s,t", "nothing collected yet");
+    server.collect_garbage();
+    // The same name under another uid is not the owner.
+    assert_eq!(names(&slices, lp()).await, "t");
+}
+
+#[tokio::test]
+async fn orphan_and_foreground_propagation() {
+    let server = FakeApiServer::new();
+    server.ensure_namespace("gc");
+    let services: Api<Service> = Api::namespaced(server.client(), "gc");
+    let slices: Api<Slice> = Api::namespaced(server.client(), "gc");
+    let pods: Api<Pod> = Api::namespaced(server.client(), "gc");
+
+    // Orphan: the owner goes, the dependent stays and forgets it.
+    let o = services
+        .create(&pp(), &owner_service("gc", "o"))
+        .await
+        .unwrap();
+    slices
+        .create(&pp(), &with_owners(slice("gc", "kept", &[]), &[&o]))
+        .await
+        .unwrap();
+    services.delete("o", &DeleteParams::orphan()).await.unwrap();
+    expect_status(services.get("o").await, 404, "NotFound");
+    assert!(
+        slices
+            .get("kept")
+            .await
+            .unwrap()
+            .metadata
+            .owner_references
+            .is_none()
+    );
+
+    // Foreground: the owner waits, finalizer held, until its blocking dependent is gone; here a
+    // scheduled pod, which terminates gracefully until the kubelet's grace-0 delete.
+    let f = services
+        .create(&pp(), &owner_service("gc", "f"))
+        .await
+        .unwrap();
+    let mut p = pod_json("gc", "p", json!({}));
+    p["spec"]["nodeName"] = json!("node-1");
+    p["metadata"]["ownerReferences"] = json!([owned_by(&f)]);
+    server.create(p).unwrap();
+    let waiting = delete(&services, "f", DeleteParams::foreground()).await;
+    assert!(waiting.metadata.deletion_timestamp.is_some());
+    assert_eq!(waiting.finalizers(), ["foregroundDeletion"]);
+    let terminating = pods.get("p").await.unwrap();
+    assert!(terminating.metadata.deletion_timestamp.is_some());
+    assert!(services.get("f").await.is_ok(), "held by its dependent");
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..dp()
+    };
+    delete(&pods, "p", now).await;
+    expect_status(services.get("f").await, 404, "NotFound");
+
+    // Checked before the object is looked up.
+    let bad = json!({"propagationPolicy": "Sideways"});
+    let err = server
+        .delete_with("services", "gc", "none", bad)
+        .unwrap_err();
+    assert_eq!((err.code, err.reason), (422, "Invalid"));
+    assert!(err.message.starts_with("DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sideways\""), "{}", err.message);
+}
+
 fn rss_mib() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let kib = status

@@ -25,6 +25,15 @@
 //! apimachinery's. List items carry no kind/apiVersion (as upstream; single
 //! objects and watch events do). Starts with the four system namespaces.
 //!
+//! It also runs kube-controller-manager's garbage collector: an object whose
+//! ownerReferences all name absent owners (looked up by kind and name in its
+//! own namespace, and matched by uid) is deleted, each deletion its own change
+//! with its own rv and watch event, after the owner's; one that keeps a live
+//! owner only loses its references to the absent ones. propagationPolicy
+//! Orphan and Foreground work through the `orphan` and `foregroundDeletion`
+//! finalizers as upstream (Foreground waits for the dependents whose reference
+//! blocks owner deletion).
+//!
 //! Approximations, on purpose:
 //! - Strategic merge patch is applied as a JSON merge patch (lists replace
 //!   rather than merge by key); server-side apply is create-or-merge, without
@@ -44,11 +53,21 @@
 //! - Direct store writes (not HTTP) set status when they carry one (as the
 //!   kubelet or a controller would), auto-create a missing namespace, and
 //!   are not in the request log.
+//! - The garbage collector acts synchronously, under the store lock, right
+//!   after the write that calls for it (upstream it lags by a watch event and
+//!   a queue): a client sees the owner's DELETED event, then its dependents'.
+//!   `Builder::garbage_collection(false)` stops it acting on its own; then
+//!   `collect_garbage` makes one full pass, as a collector catching up would.
+//!   Its requests are not in the request log. An owner it cannot look up (a
+//!   kind the fake does not serve; a namespaced owner of a cluster-scoped
+//!   object) counts as present: upstream never collects on it either. Cycles
+//!   are broken only as upstream breaks them, by unblocking.
 
 // Each including test crate uses a different part of this API.
 #![allow(dead_code)]
 
 mod faults;
+mod gc;
 mod handlers;
 mod json;
 mod resources;
@@ -95,6 +114,7 @@ pub struct Builder {
     retain: usize,
     bookmark_every: Duration,
     auto_namespaces: bool,
+    garbage_collection: bool,
 }
 
 impl Builder {
@@ -124,9 +144,21 @@ impl Builder {
         self
     }
 
+    /// Whether the garbage collector acts on its own after every write (default
+    /// true); off, dependents stay until [`FakeApiServer::collect_garbage`].
+    pub fn garbage_collection(mut self, on: bool) -> Self {
+        self.garbage_collection = on;
+        self
+    }
+
     /// A server holding the namespaces every cluster has.
     pub fn build(self) -> FakeApiServer {
-        let mut state = State::new(self.window, self.retain, self.auto_namespaces);
+        let mut state = State::new(
+            self.window,
+            self.retain,
+            self.auto_namespaces,
+            self.garbage_collection,
+        );
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
             state.ensure_namespace(ns);
         }
@@ -166,6 +198,7 @@ impl FakeApiServer {
             retain: 100_000,
             bookmark_every: Duration::from_secs(1),
             auto_namespaces: true,
+            garbage_collection: true,
         }
     }
 
@@ -302,6 +335,12 @@ impl FakeApiServer {
     /// The namespace controller's work: remove everything in it, then it.
     pub fn finish_namespace(&self, namespace: &str) {
         self.shared.lock().finish_namespace(namespace);
+    }
+
+    /// One full pass of the garbage collector: what it would have done by now
+    /// had it been running (see [`Builder::garbage_collection`]).
+    pub fn collect_garbage(&self) {
+        self.shared.lock().gc_sweep();
     }
 
     /// The latest resourceVersion handed out.

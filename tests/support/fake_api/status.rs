@@ -45,6 +45,18 @@ impl Cause {
         }
     }
 
+    pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
+        let supported: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        Cause {
+            reason: "FieldValueNotSupported",
+            field: field.into(),
+            message: format!(
+                "Unsupported value: {value:?}: supported values: {}",
+                supported.join(", ")
+            ),
+        }
+    }
+
     pub fn immutable(field: &str, value: &str) -> Self {
         Self::invalid(
             field,
@@ -129,6 +141,18 @@ impl ApiError {
             .iter()
             .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
             .collect();
+        Self::new(422, "Invalid", msg, Some(d))
+    }
+
+    /// DeleteOptions that fail validation (before the object is looked up).
+    pub fn invalid_delete_options(cause: Cause) -> Self {
+        let msg = format!(
+            "DeleteOptions.meta.k8s.io \"\" is invalid: {}: {}",
+            cause.field, cause.message
+        );
+        let causes =
+            json!([{"reason": cause.reason, "message": cause.message, "field": cause.field}]);
+        let d = json!({"group": "meta.k8s.io", "kind": "DeleteOptions", "causes": causes});
         Self::new(422, "Invalid", msg, Some(d))
     }
 

@@ -10,6 +10,7 @@ use hyper::body::Bytes;
 use serde_json::Value;
 
 use super::faults::Faults;
+use super::gc::{Gc, GcMeta};
 use super::json::{field_string, labels, meta_str};
 use super::resources::{Allocator, KINDS, NAMESPACES, ResId};
 use super::selectors::{FieldSelector, LabelSelector};
@@ -27,6 +28,7 @@ pub struct Stored {
     pub labels: Box<[(Box<str>, Box<str>)]>,
     /// Values of the kind's extra field-selector keys, in `Kind::fields` order.
     pub fields: Box<[Box<str>]>,
+    pub gc: GcMeta,
 }
 
 impl Stored {
@@ -43,6 +45,7 @@ impl Stored {
                 .iter()
                 .map(|f| field_string(obj, f).into_boxed_str())
                 .collect(),
+            gc: GcMeta::of(obj),
         })
     }
 
@@ -141,10 +144,11 @@ pub struct State {
     pub retain: usize,
     pub auto_namespaces: bool,
     pub faults: Faults,
+    pub gc: Gc,
 }
 
 impl State {
-    pub fn new(window: usize, retain: usize, auto_namespaces: bool) -> Self {
+    pub fn new(window: usize, retain: usize, auto_namespaces: bool, auto_gc: bool) -> Self {
         State {
             rv: 1,
             tables: KINDS.iter().map(|_| Table::default()).collect(),
@@ -153,6 +157,7 @@ impl State {
             retain,
             auto_namespaces,
             faults: Faults::default(),
+            gc: Gc::new(auto_gc),
         }
     }
 
@@ -174,7 +179,8 @@ impl State {
         }
     }
 
-    /// Stores `obj` at `key` and records the change for watchers and old reads.
+    /// Stores `obj` at `key` and records the change for watchers and old reads; then the
+    /// garbage collector acts on it.
     pub fn put(&mut self, res: ResId, key: String, obj: Arc<Stored>) {
         let prev = self.tables[res].objects.insert(key.clone(), obj.clone());
         let ty = if prev.is_some() {
@@ -182,13 +188,18 @@ impl State {
         } else {
             ChangeType::Added
         };
+        self.gc_changed(res, &key, prev.as_ref(), Some(&obj));
         self.record(res, ty, key, obj, prev);
+        self.gc_run();
     }
 
-    /// Removes `key`; `last` is the final state stamped with the deletion's rv.
+    /// Removes `key`; `last` is the final state stamped with the deletion's rv. Then the
+    /// garbage collector acts on it.
     pub fn remove(&mut self, res: ResId, key: &str, last: Arc<Stored>) {
         let prev = self.tables[res].objects.remove(key);
+        self.gc_changed(res, key, prev.as_ref(), None);
         self.record(res, ChangeType::Deleted, key.to_owned(), last, prev);
+        self.gc_run();
     }
 
     fn record(

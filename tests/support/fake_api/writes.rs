@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::gc::{FOREGROUND, ORPHAN};
 use super::json::{
     canonicalize, later_rfc3339, merge_patch, meta_str, name_suffix, new_uid, now_rfc3339, set_meta,
 };
@@ -348,6 +349,7 @@ impl State {
     ) -> Result<Outcome, ApiError> {
         let k = &KINDS[res];
         let ns = if k.namespaced { ns } else { "" };
+        let policy = propagation_policy(opts)?;
         let Some(old) = self.get(res, ns, name) else {
             return Err(ApiError::not_found(res, name));
         };
@@ -399,19 +401,24 @@ impl State {
         } else {
             0
         };
+        let cur = v["metadata"]["deletionGracePeriodSeconds"].as_i64();
+        // A pending graceful deletion is only ever shortened; its finalizers stay as they are.
+        let pending = has_ts && cur.is_some_and(|c| c > 0);
+        let fin_changed = !pending && gc_finalizers(&mut v, policy);
         let finalizers = v["metadata"]["finalizers"]
             .as_array()
             .is_some_and(|f| !f.is_empty());
         if grace > 0 || finalizers {
-            let cur = v["metadata"]["deletionGracePeriodSeconds"].as_i64();
-            if has_ts && cur.is_some_and(|c| c <= grace) {
+            if has_ts && cur.is_some_and(|c| c <= grace) && !fin_changed {
                 return Ok(Outcome::object(200, old));
             }
-            set_meta(
-                &mut v,
-                "deletionTimestamp",
-                Some(json!(later_rfc3339(grace))),
-            );
+            if !has_ts || cur.is_some_and(|c| c > grace) {
+                set_meta(
+                    &mut v,
+                    "deletionTimestamp",
+                    Some(json!(later_rfc3339(grace))),
+                );
+            }
             set_meta(&mut v, "deletionGracePeriodSeconds", Some(json!(grace)));
             return Ok(Outcome::object(200, self.rewrite(res, ns, name, v, ctx)));
         }
@@ -419,7 +426,9 @@ impl State {
         let last = if ctx.dry_run {
             old
         } else {
-            self.purge(res, ns, name, v)
+            // Deleted as stored: a finalizer change that left none is never written.
+            let stored = old.value();
+            self.purge(res, ns, name, stored)
         };
         let reply = if k.return_deleted {
             Reply::Object(last)
@@ -470,6 +479,8 @@ impl State {
 
     /// The namespace controller's job: delete everything in `ns`, then `ns`.
     pub fn finish_namespace(&mut self, ns: &str) {
+        // The collector waits: the purge would remove what it collects anyway.
+        self.gc_hold(true);
         for (res, kind) in KINDS.iter().enumerate() {
             if !kind.namespaced {
                 continue;
@@ -479,6 +490,7 @@ impl State {
                 self.purge(res, ns, &obj.name, v);
             }
         }
+        self.gc_hold(false);
         if let Some(obj) = self.get(NAMESPACES, "", ns) {
             let mut v = obj.value();
             if v["metadata"].get("deletionTimestamp").is_none() {
@@ -488,5 +500,76 @@ impl State {
             v["spec"]["finalizers"] = json!([]);
             self.purge(NAMESPACES, "", ns, v);
         }
+        self.gc_run();
     }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Propagation {
+    Orphan,
+    Background,
+    Foreground,
+}
+
+/// DeleteOptions' propagationPolicy (or the older orphanDependents), validated as upstream
+/// validates it; None when neither is given.
+fn propagation_policy(opts: &Value) -> Result<Option<Propagation>, ApiError> {
+    let policy = opts.get("propagationPolicy").and_then(Value::as_str);
+    let orphan = opts.get("orphanDependents").and_then(Value::as_bool);
+    let invalid = ApiError::invalid_delete_options;
+    match (policy, orphan) {
+        (Some(p), Some(_)) => Err(invalid(Cause::invalid(
+            "propagationPolicy",
+            &format!(
+                "Invalid value: {p:?}: orphanDependents and deletionPropagation cannot be both set"
+            ),
+        ))),
+        (Some("Orphan"), None) | (None, Some(true)) => Ok(Some(Propagation::Orphan)),
+        (Some("Background"), None) | (None, Some(false)) => Ok(Some(Propagation::Background)),
+        (Some("Foreground"), None) => Ok(Some(Propagation::Foreground)),
+        (Some(p), None) => Err(invalid(Cause::not_supported(
+            "propagationPolicy",
+            p,
+            &["Foreground", "Background", "Orphan", "nil"],
+        ))),
+        (None, None) => Ok(None),
+    }
+}
+
+/// The registry's deletionFinalizersForGarbageCollection: the policy given (else the GC
+/// finalizer already there, else Background) decides the orphan / foregroundDeletion
+/// finalizer. Returns whether the finalizers changed.
+fn gc_finalizers(v: &mut Value, policy: Option<Propagation>) -> bool {
+    let before: Vec<Value> = v["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let has = |f: &str| before.iter().any(|x| x == f);
+    let policy = policy.unwrap_or(if has(ORPHAN) {
+        Propagation::Orphan
+    } else if has(FOREGROUND) {
+        Propagation::Foreground
+    } else {
+        Propagation::Background
+    });
+    let mut after: Vec<Value> = before
+        .iter()
+        .filter(|f| *f != ORPHAN && *f != FOREGROUND)
+        .cloned()
+        .collect();
+    match policy {
+        Propagation::Orphan => after.push(json!(ORPHAN)),
+        Propagation::Foreground => after.push(json!(FOREGROUND)),
+        Propagation::Background => {}
+    }
+    let sorted = |l: &[Value]| {
+        let mut l: Vec<String> = l.iter().map(Value::to_string).collect();
+        l.sort();
+        l
+    };
+    if sorted(&after) == sorted(&before) {
+        return false;
+    }
+    set_meta(v, "finalizers", (!after.is_empty()).then(|| json!(after)));
+    true
 }
