@@ -8,17 +8,37 @@ use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service
 #[derive(Clone, Debug)]
 pub enum Change {
     Service(Service),
-    ServiceDeleted { namespace: Name, name: Name },
+    ServiceDeleted {
+        namespace: Name,
+        name: Name,
+    },
     Pod(Pod),
-    PodDeleted { namespace: Name, name: Name },
+    PodDeleted {
+        namespace: Name,
+        name: Name,
+    },
     Node(Node),
-    NodeDeleted { name: Name },
+    NodeDeleted {
+        name: Name,
+    },
     Namespace(Namespace),
-    NamespaceDeleted { name: Name },
+    NamespaceDeleted {
+        name: Name,
+    },
     EndpointSlice(Arc<EndpointSlice>),
-    EndpointSliceDeleted { namespace: Name, name: Name },
+    EndpointSliceDeleted {
+        namespace: Name,
+        name: Name,
+    },
     Endpoints(Arc<Endpoints>),
-    EndpointsDeleted { namespace: Name, name: Name },
+    /// `uid` is the deleted object's, empty when unknown (a relist only shows it is gone). An
+    /// Endpoints' name is its Service's and is reused, so a late deletion of an older object must
+    /// not remove a newer one.
+    EndpointsDeleted {
+        namespace: Name,
+        name: Name,
+        uid: Name,
+    },
 }
 
 /// The kinds of object a watch delivers.
@@ -57,13 +77,22 @@ impl ChangeKind {
 impl Change {
     /// The deletion of an object of `kind`; `namespace` is ignored for cluster-scoped kinds.
     pub fn deleted(kind: ChangeKind, namespace: Name, name: Name) -> Change {
+        Change::deleted_with_uid(kind, namespace, name, Name::default())
+    }
+
+    /// A deletion as a watch delivers it, with the deleted object's uid.
+    pub fn deleted_with_uid(kind: ChangeKind, namespace: Name, name: Name, uid: Name) -> Change {
         match kind {
             ChangeKind::Service => Change::ServiceDeleted { namespace, name },
             ChangeKind::Pod => Change::PodDeleted { namespace, name },
             ChangeKind::Node => Change::NodeDeleted { name },
             ChangeKind::Namespace => Change::NamespaceDeleted { name },
             ChangeKind::EndpointSlice => Change::EndpointSliceDeleted { namespace, name },
-            ChangeKind::Endpoints => Change::EndpointsDeleted { namespace, name },
+            ChangeKind::Endpoints => Change::EndpointsDeleted {
+                namespace,
+                name,
+                uid,
+            },
         }
     }
 

@@ -421,6 +421,7 @@ fn mirroring_syncs_fill_the_mirroring_metrics() {
     engine.handle(&Change::EndpointsDeleted {
         namespace: intern("default"),
         name: intern("ext"),
+        uid: Default::default(),
     });
     drain(&engine, &sink, &metrics);
     let text = scrape(&engine, &metrics);

@@ -546,11 +546,19 @@ async fn a_service_recreated_under_the_same_name_gets_slices_of_its_own() {
     let api_slices = slices_of(&fake, "api");
 
     // Deleted and at once recreated: sliced may see both before it syncs.
+    let from = fake.requests().len();
     fake.delete("services", "default", "web").unwrap();
     fake.create(recreated_web()).unwrap();
     let new_uid = uid_of(&fake, "web");
     assert_ne!(new_uid, old_uid);
     settle(&fake, &running).await;
+    // The old Endpoints' deletion can arrive after sliced has created the new one: it must not
+    // make sliced forget the new one and create it again.
+    let refused: Vec<_> = endpoint_writes_since(&fake, from)
+        .into_iter()
+        .filter(|r| r.resource == "endpoints" && r.code >= 400)
+        .collect();
+    assert_eq!(refused, [], "Endpoints writes refused");
     let slices = slices_of(&fake, "web");
     assert_eq!(owner_uids(&slices), [new_uid], "{slices:#?}");
     assert!(

@@ -299,8 +299,20 @@ impl Engine {
                     controller.endpoints_changed(old.as_deref(), Some(endpoints));
                 }
             }
-            Change::EndpointsDeleted { namespace, name } => {
+            Change::EndpointsDeleted {
+                namespace,
+                name,
+                uid,
+            } => {
                 let key = ServiceKey::new(namespace, name);
+                // Our own create of a recreated Service's Endpoints can be fed back before the
+                // watch delivers the old object's deletion: that deletion is of another object.
+                let newer = self.endpoints_store.get(&key).is_some_and(|held| {
+                    !uid.is_empty() && !held.meta.uid.is_empty() && held.meta.uid != *uid
+                });
+                if newer {
+                    return;
+                }
                 let old = self.endpoints_store.remove(&key);
                 if let Some(controller) = &self.mirroring {
                     controller.endpoints_changed(old.as_deref(), None);
@@ -458,6 +470,7 @@ impl Engine {
                     self.handle(&Change::EndpointsDeleted {
                         namespace: e.meta.namespace.clone(),
                         name: e.meta.name.clone(),
+                        uid: e.meta.uid.clone(),
                     });
                 }
                 (_, Object::Endpoints(e)) => self.handle(&Change::Endpoints(Arc::clone(e))),

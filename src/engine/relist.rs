@@ -63,3 +63,62 @@ impl Engine {
         self.endpoints_store.get(key)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::change::Change;
+    use crate::controllers::Controllers;
+    use crate::engine::{Engine, EngineOptions};
+    use crate::index::ServiceKey;
+    use crate::model::{Endpoints, Meta, Name, intern};
+    use crate::queue::VirtualClock;
+
+    fn endpoints(uid: &str) -> Change {
+        Change::Endpoints(Arc::new(Endpoints {
+            meta: Meta {
+                namespace: intern("default"),
+                name: intern("web"),
+                uid: Name::new(uid),
+                ..Meta::default()
+            },
+            ..Endpoints::default()
+        }))
+    }
+
+    fn deleted(uid: &str) -> Change {
+        Change::EndpointsDeleted {
+            namespace: intern("default"),
+            name: intern("web"),
+            uid: Name::new(uid),
+        }
+    }
+
+    #[test]
+    fn a_late_deletion_of_an_older_endpoints_keeps_the_newer_one() {
+        let engine = Engine::new(
+            EngineOptions {
+                controllers: Controllers::ALL,
+                ..EngineOptions::default()
+            },
+            Arc::new(VirtualClock::new()),
+        );
+        let key = ServiceKey::new("default", "web");
+        let held = |engine: &Engine| {
+            engine
+                .stored_endpoints(&key)
+                .map(|e| e.meta.uid.to_string())
+        };
+
+        engine.handle(&endpoints("new"));
+        engine.handle(&deleted("old"));
+        assert_eq!(held(&engine).as_deref(), Some("new"));
+        // Its own deletion, or one whose object is unknown (a relist), removes it.
+        engine.handle(&deleted("new"));
+        assert_eq!(held(&engine), None);
+        engine.handle(&endpoints("newer"));
+        engine.handle(&deleted(""));
+        assert_eq!(held(&engine), None);
+    }
+}

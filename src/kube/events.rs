@@ -193,6 +193,7 @@ fn delete_change(target: &Value) -> Result<Change, String> {
         "Endpoints" => Change::EndpointsDeleted {
             namespace: namespace(),
             name,
+            uid: Name::default(),
         },
         other => return Err(format!("unknown kind {other:?}")),
     })

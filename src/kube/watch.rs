@@ -188,7 +188,13 @@ async fn watch<K>(
             Ok(watcher::Event::Apply(object)) => apply(&object),
             Ok(watcher::Event::Delete(object)) => {
                 let (namespace, name) = key_of(&object);
-                Input::Change(Change::deleted(kind, namespace, name))
+                let uid = object
+                    .meta()
+                    .uid
+                    .as_deref()
+                    .map(Name::new)
+                    .unwrap_or_default();
+                Input::Change(Change::deleted_with_uid(kind, namespace, name, uid))
             }
             Err(error) => Input::WatchError {
                 kind,

@@ -143,7 +143,9 @@ impl World {
                     engine.handle(change);
                 }
             }
-            Change::EndpointsDeleted { namespace, name } => {
+            Change::EndpointsDeleted {
+                namespace, name, ..
+            } => {
                 if let Some(gone) = sink.remove_external(Kind::Endpoints, namespace, name) {
                     engine.handle(change);
                     // Mirrored slices are owned by their Endpoints.

@@ -73,9 +73,9 @@ pub fn apply(snapshot: &mut Snapshot, change: &Change) -> Applied {
             remove(&mut snapshot.endpoint_slices, namespace, name, |o| &o.meta)
         }
         Change::Endpoints(e) => upsert(&mut snapshot.endpoints, e, |o| &o.meta),
-        Change::EndpointsDeleted { namespace, name } => {
-            remove(&mut snapshot.endpoints, namespace, name, |o| &o.meta)
-        }
+        Change::EndpointsDeleted {
+            namespace, name, ..
+        } => remove(&mut snapshot.endpoints, namespace, name, |o| &o.meta),
     }
 }
 
