@@ -20,6 +20,8 @@ use sliced::engine::{Engine, EngineOptions};
 use sliced::kube::convert::{WatchedPod, pod_from_watched};
 use sliced::queue::{Clock, VirtualClock};
 
+use real_pods::decode;
+
 // The binary's allocator, so that the bench measures what ships.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -48,27 +50,8 @@ fn events() -> Vec<Vec<u8>> {
     out
 }
 
-fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> T {
-    match serde_json::from_slice(bytes) {
-        Ok(pod) => pod,
-        Err(e) => panic!("decoding a pod: {e}"),
-    }
-}
-
 fn service(i: usize) -> sliced::model::Service {
-    let value = serde_json::json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"namespace": "shop", "name": format!("svc-{i}"), "uid": format!("uid-{i}")},
-        "spec": {
-            "selector": {"app.kubernetes.io/name": format!("svc-{i}")},
-            "ports": [{"name": "http", "port": 80, "targetPort": "http"}]
-        }
-    });
-    let svc: core::Service = match serde_json::from_value(value) {
-        Ok(svc) => svc,
-        Err(e) => panic!("a service: {e}"),
-    };
-    match sliced::kube::convert::service_from_k8s(&svc) {
+    match sliced::kube::convert::service_from_k8s(&real_pods::service(i)) {
         Ok(svc) => svc,
         Err(e) => panic!("converting a service: {e}"),
     }

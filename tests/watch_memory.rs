@@ -14,39 +14,16 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as core;
 use kube::runtime::{reflector, watcher};
-use serde_json::json;
 use sliced::change::Change;
 use sliced::engine::{Engine, EngineOptions};
 use sliced::kube::convert::{WatchedPod, pod_from_watched, service_from_k8s};
 use sliced::queue::{Clock, VirtualClock};
 
 use counting_alloc::live;
+use real_pods::{decode, service};
 
 const PODS: usize = 20_000;
 const SERVICES: usize = 200;
-
-fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> T {
-    match serde_json::from_slice(bytes) {
-        Ok(pod) => pod,
-        Err(e) => panic!("decoding a pod: {e}"),
-    }
-}
-
-fn service(i: usize) -> core::Service {
-    let value = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"namespace": "shop", "name": format!("svc-{i}"), "uid": format!("uid-{i}")},
-        "spec": {
-            "selector": {"app.kubernetes.io/name": format!("svc-{i}")},
-            "clusterIP": format!("10.96.{}.{}", i / 256, i % 256),
-            "ports": [{"name": "http", "port": 80, "targetPort": "http"}]
-        }
-    });
-    match serde_json::from_value(value) {
-        Ok(svc) => svc,
-        Err(e) => panic!("a service: {e}"),
-    }
-}
 
 #[test]
 fn index_holds_real_pods_in_a_fraction_of_a_reflector_store() {

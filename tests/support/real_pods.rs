@@ -8,6 +8,33 @@ use k8s_openapi::api::core::v1 as core;
 
 const FIXTURE: &str = include_str!("../../fixtures/pods/deployment-pod.yaml");
 
+/// Decodes a watch event's object, as kube's watcher does.
+#[allow(dead_code)] // Not every includer decodes.
+pub fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> T {
+    match serde_json::from_slice(bytes) {
+        Ok(object) => object,
+        Err(e) => panic!("decoding an object: {e}"),
+    }
+}
+
+/// Service `svc-{i}` of namespace `shop`, selecting the variants dealt to it.
+#[allow(dead_code)] // Not every includer needs services.
+pub fn service(i: usize) -> core::Service {
+    let value = serde_json::json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"namespace": "shop", "name": format!("svc-{i}"), "uid": format!("uid-{i}")},
+        "spec": {
+            "selector": {"app.kubernetes.io/name": format!("svc-{i}")},
+            "clusterIP": format!("10.96.{}.{}", i / 256, i % 256),
+            "ports": [{"name": "http", "port": 80, "targetPort": "http"}]
+        }
+    });
+    match serde_json::from_value(value) {
+        Ok(svc) => svc,
+        Err(e) => panic!("a service: {e}"),
+    }
+}
+
 /// The fixture pod. Panics if the committed fixture does not parse: a broken test input.
 pub fn template() -> core::Pod {
     match serde_saphyr::from_str(FIXTURE) {
