@@ -1,18 +1,22 @@
 //! What the engine remembers between syncs of a service so that the next one can be incremental:
-//! which pods changed since the last successful sync, whether something forces a full sync, and in
-//! which slice each pod's endpoint sits.
+//! which pods changed since the last successful sync, whether something forces a full sync, and
+//! which slices hold each pod's endpoint.
 //!
 //! The contract with `reconcile_incremental`: it may be used only when the last sync of the service
-//! succeeded and, since then, nothing but the listed pods changed: no event of the Service itself,
-//! no slice event that queued it (an edit by someone else), no failed sync. Each of those marks
-//! the service for a full sync. A node change that can move a zone marks the pods on that node as
-//! changed, in the services selecting them only.
+//! succeeded in full and, since then, nothing but the listed pods changed. Anything else marks the
+//! service for a full sync: an event of the Service itself, a failed or abandoned sync, and any
+//! change to its managed slices other than the engine's own writes (an edit, deletion or creation by
+//! someone else, a relist that finds them changed or gone, the garbage collector), whether or not
+//! upstream's rules queue a sync for it. Queueing a sync and keeping this state valid are separate
+//! questions. A node change that can move a zone marks the pods on that node as changed, in the
+//! services selecting them only.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use ahash::RandomState;
 use dashmap::{DashMap, DashSet};
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use crate::index::ServiceKey;
 use crate::model::{AddressType, EndpointSlice, Name};
@@ -42,6 +46,8 @@ impl ChangeLog {
             .insert(pod.clone());
     }
 
+    /// The service's next sync must be full: what the last one left may have changed. Queues
+    /// nothing.
     pub fn force_full(&self, key: &ServiceKey) {
         self.pending.entry(key.clone()).or_default().full = true;
     }
@@ -70,21 +76,38 @@ impl ChangeLog {
         self.synced.insert(key.clone());
     }
 
+    /// The sync failed or was abandoned: what it left is not what it planned.
     pub fn failed(&self, key: &ServiceKey) {
         self.synced.remove(key);
         self.force_full(key);
     }
 
+    /// The service is gone, or has no endpoints to keep.
     pub fn forget(&self, key: &ServiceKey) {
         self.pending.remove(key);
         self.synced.remove(key);
     }
 }
 
-/// Pod name -> the name of the slice holding its endpoint, per address type.
-type Places = HashMap<AddressType, HashMap<Name, Name, RandomState>, RandomState>;
+/// The slices holding an endpoint of one pod: normally one. More when a crash mid-write or
+/// someone else left the pod in several slices; an incremental sync cannot place such a pod.
+type Holders = SmallVec<[Name; 1]>;
 
-/// Per service: where each pod's endpoints are.
+/// Pod name -> the slices holding its endpoint, per address type.
+type Places = HashMap<AddressType, HashMap<Name, Holders, RandomState>, RandomState>;
+
+/// Where one pod's endpoint of one address type is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Located {
+    Nowhere,
+    In(Name),
+    /// In more than one slice.
+    Ambiguous,
+}
+
+/// Per service: which slices hold each pod's endpoints. A function of the stored slices alone,
+/// whoever wrote them, so that it cannot drift from them: every stored, updated or deleted
+/// managed slice passes through [`Locator::slice_changed`].
 #[derive(Default)]
 pub(super) struct Locator {
     by_service: DashMap<ServiceKey, Places, RandomState>,
@@ -96,7 +119,11 @@ fn endpoint_pods(slice: &EndpointSlice) -> impl Iterator<Item = (usize, &Name)> 
         .endpoints
         .iter()
         .enumerate()
-        .filter_map(|(i, e)| Some((i, e.target_ref.as_ref()?.name.as_ref()?)))
+        .filter_map(|(i, e)| Some((i, pod_of(e)?)))
+}
+
+fn pod_of(endpoint: &crate::model::Endpoint) -> Option<&Name> {
+    endpoint.target_ref.as_ref()?.name.as_ref()
 }
 
 impl Locator {
@@ -104,45 +131,173 @@ impl Locator {
     pub fn slice_changed(&self, old: Option<&EndpointSlice>, new: Option<&EndpointSlice>) {
         // An update in place mostly keeps each pod at its position: those need no bookkeeping.
         let same_slice = matches!((old, new), (Some(o), Some(n))
-            if o.meta.name == n.meta.name && o.address_type == n.address_type);
+            if o.meta.name == n.meta.name
+                && o.address_type == n.address_type
+                && o.service_name() == n.service_name());
         let kept = |i: usize, pod: &Name, other: Option<&EndpointSlice>| {
-            same_slice
-                && other
-                    .and_then(|s| s.endpoints.get(i))
-                    .and_then(|e| e.target_ref.as_ref())
-                    .and_then(|t| t.name.as_ref())
-                    == Some(pod)
+            same_slice && other.and_then(|s| s.endpoints.get(i)).and_then(pod_of) == Some(pod)
         };
         if let Some(old) = old
             && let Ok(key) = service_of_slice(old)
-            && let Some(mut map) = self.by_service.get_mut(&key)
-            && let Some(places) = map.get_mut(&old.address_type)
         {
-            for (i, pod) in endpoint_pods(old) {
-                if !kept(i, pod, new) && places.get(pod) == Some(&old.meta.name) {
-                    places.remove(pod);
+            // A pod that moved within the slice is still in it; the set is built only when some
+            // pod left its position.
+            let mut still_held: Option<HashSet<&Name, RandomState>> = None;
+            if let Some(mut map) = self.by_service.get_mut(&key)
+                && let Some(places) = map.get_mut(&old.address_type)
+            {
+                for (i, pod) in endpoint_pods(old) {
+                    if kept(i, pod, new) {
+                        continue;
+                    }
+                    if same_slice
+                        && let Some(new) = new
+                        && still_held
+                            .get_or_insert_with(|| endpoint_pods(new).map(|(_, p)| p).collect())
+                            .contains(pod)
+                    {
+                        continue;
+                    }
+                    if let Some(holders) = places.get_mut(pod) {
+                        holders.retain(|s| *s != old.meta.name);
+                        if holders.is_empty() {
+                            places.remove(pod);
+                        }
+                    }
+                }
+                if places.is_empty() {
+                    map.remove(&old.address_type);
                 }
             }
+            // The guard is gone: taking the shard's lock again cannot deadlock.
+            self.by_service.remove_if(&key, |_, map| map.is_empty());
         }
         if let Some(new) = new
             && let Ok(key) = service_of_slice(new)
+            && !new.endpoints.is_empty()
         {
             let mut map = self.by_service.entry(key).or_default();
             let places = map.entry(new.address_type.clone()).or_default();
             for (i, pod) in endpoint_pods(new) {
-                if !kept(i, pod, old) {
-                    places.insert(pod.clone(), new.meta.name.clone());
+                if kept(i, pod, old) {
+                    continue;
+                }
+                let holders = places.entry(pod.clone()).or_default();
+                if !holders.contains(&new.meta.name) {
+                    holders.push(new.meta.name.clone());
                 }
             }
         }
     }
 
-    pub fn locate(&self, key: &ServiceKey, pod: &str, at: &AddressType) -> Option<Name> {
-        let map = self.by_service.get(key)?;
-        map.get(at)?.get(pod).cloned()
+    pub fn locate(&self, key: &ServiceKey, pod: &str, at: &AddressType) -> Located {
+        let Some(map) = self.by_service.get(key) else {
+            return Located::Nowhere;
+        };
+        match map
+            .get(at)
+            .and_then(|places| places.get(pod))
+            .map(|h| h.as_slice())
+        {
+            None | Some([]) => Located::Nowhere,
+            Some([one]) => Located::In(one.clone()),
+            Some(_) => Located::Ambiguous,
+        }
     }
 
-    pub fn forget(&self, key: &ServiceKey) {
-        self.by_service.remove(key);
+    /// The number of services with located endpoints.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.by_service.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Endpoint, Labels, Meta, TargetRef, intern, keys};
+
+    fn slice(name: &str, pods: &[&str]) -> EndpointSlice {
+        EndpointSlice {
+            meta: Meta {
+                namespace: intern("default"),
+                name: Name::new(name),
+                labels: Labels::from_pairs([
+                    (keys::LABEL_SERVICE_NAME, "web"),
+                    (keys::LABEL_MANAGED_BY, keys::ENDPOINTSLICE_CONTROLLER),
+                ]),
+                ..Meta::default()
+            },
+            generate_name: None,
+            owner_references: Vec::new(),
+            address_type: AddressType::IPv4,
+            ports: Vec::new(),
+            endpoints: pods
+                .iter()
+                .map(|p| Endpoint {
+                    addresses: SmallVec::new(),
+                    conditions: Default::default(),
+                    hostname: None,
+                    target_ref: Some(TargetRef {
+                        kind: None,
+                        namespace: None,
+                        name: Some(Name::new(p)),
+                        uid: None,
+                        api_version: None,
+                        resource_version: None,
+                    }),
+                    node_name: None,
+                    zone: None,
+                    hints: None,
+                })
+                .collect(),
+        }
+    }
+
+    fn at(locator: &Locator, pod: &str) -> Located {
+        locator.locate(&ServiceKey::new("default", "web"), pod, &AddressType::IPv4)
+    }
+
+    #[test]
+    fn a_pod_in_two_slices_is_ambiguous_until_one_lets_it_go() {
+        let locator = Locator::default();
+        let a = slice("a", &["p0", "p1"]);
+        let b = slice("b", &["p1"]);
+        locator.slice_changed(None, Some(&a));
+        locator.slice_changed(None, Some(&b));
+        assert_eq!(at(&locator, "p0"), Located::In(Name::new("a")));
+        assert_eq!(at(&locator, "p1"), Located::Ambiguous);
+        // The duplicate goes: the pod is still in `a`.
+        locator.slice_changed(Some(&b), None);
+        assert_eq!(at(&locator, "p1"), Located::In(Name::new("a")));
+        assert_eq!(at(&locator, "p9"), Located::Nowhere);
+    }
+
+    #[test]
+    fn a_pod_moved_within_a_slice_or_listed_twice_in_it_stays_located() {
+        let locator = Locator::default();
+        let twice = slice("a", &["p0", "p1", "p0"]);
+        locator.slice_changed(None, Some(&twice));
+        let moved = slice("a", &["p1", "p0"]);
+        locator.slice_changed(Some(&twice), Some(&moved));
+        assert_eq!(at(&locator, "p0"), Located::In(Name::new("a")));
+        assert_eq!(at(&locator, "p1"), Located::In(Name::new("a")));
+        let fewer = slice("a", &["p1"]);
+        locator.slice_changed(Some(&moved), Some(&fewer));
+        assert_eq!(at(&locator, "p0"), Located::Nowhere);
+    }
+
+    #[test]
+    fn nothing_is_kept_once_every_slice_is_gone() {
+        let locator = Locator::default();
+        let a = slice("a", &["p0", "p1"]);
+        let b = slice("b", &["p2"]);
+        locator.slice_changed(None, Some(&a));
+        locator.slice_changed(None, Some(&b));
+        let emptied = slice("a", &[]);
+        locator.slice_changed(Some(&a), Some(&emptied));
+        locator.slice_changed(Some(&b), None);
+        locator.slice_changed(Some(&emptied), None);
+        assert_eq!(locator.len(), 0);
     }
 }

@@ -107,6 +107,31 @@ pub const QUEUE_ENDPOINTSLICE: &str = "endpoint_slice";
 pub const QUEUE_ENDPOINTS: &str = "endpoint";
 pub const QUEUE_MIRRORING: &str = "endpoint_slice_mirroring";
 
+/// Where a slice change the engine takes in comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Origin {
+    /// A watch (or a relist): anyone's change, the engine's own included.
+    Watch,
+    /// The API server's answer to one of the engine's own writes.
+    OwnWrite,
+}
+
+/// Nothing the reconcilers read differs: a watch echo of the engine's own write, a relist or a
+/// resync, or someone's edit that changed nothing kept here.
+fn same_content(old: &EndpointSlice, new: &EndpointSlice) -> bool {
+    std::ptr::eq(old, new)
+        || (old.meta.uid == new.meta.uid
+            && old.meta.name == new.meta.name
+            && old.meta.namespace == new.meta.namespace
+            && old.meta.deletion_timestamp == new.meta.deletion_timestamp
+            && old.meta.labels == new.meta.labels
+            && old.meta.annotations == new.meta.annotations
+            && old.owner_references == new.owner_references
+            && old.address_type == new.address_type
+            && old.ports == new.ports
+            && old.endpoints == new.endpoints)
+}
+
 /// Nodes by name, replaced whole when one changes in a way that matters.
 type NodeMap = HashMap<Name, Node, ahash::RandomState>;
 
@@ -281,17 +306,9 @@ impl Engine {
                     self.topology_dirty.store(true, Ordering::Release);
                 }
             }
-            Change::EndpointSlice(slice) => self.slice_stored(Arc::clone(slice)),
+            Change::EndpointSlice(slice) => self.slice_stored(Arc::clone(slice), Origin::Watch),
             Change::EndpointSliceDeleted { namespace, name } => {
-                if let Some(controller) = &self.mirroring {
-                    controller.slice_deleted(namespace, name);
-                }
-                if let Some(old) = self.index.slices().delete(namespace, name) {
-                    self.locator.slice_changed(Some(&old), None);
-                    if let Ok(Some(key)) = tracker::on_slice_delete(&self.slices, &old) {
-                        self.slice_changed_by_others(key);
-                    }
-                }
+                self.slice_deleted(namespace, name, Origin::Watch);
             }
             Change::Endpoints(endpoints) => {
                 let old = self.endpoints_store.insert(Arc::clone(endpoints));
@@ -421,8 +438,9 @@ impl Engine {
         self.clock.now()
     }
 
-    /// A slice stored by the API server, as its watch delivers it.
-    fn slice_stored(&self, slice: Arc<EndpointSlice>) {
+    /// A slice stored by the API server: as its watch delivers it, or as one of the engine's own
+    /// writes returned it.
+    fn slice_stored(&self, slice: Arc<EndpointSlice>, origin: Origin) {
         if let Some(controller) = &self.mirroring {
             controller.slice_stored(&slice);
         }
@@ -430,6 +448,10 @@ impl Engine {
         let managed = crate::index::is_managed(&slice);
         self.locator
             .slice_changed(old.as_deref(), managed.then_some(&*slice));
+        if origin == Origin::Watch && old.as_deref().is_none_or(|old| !same_content(old, &slice)) {
+            self.slices_changed_by_others(old.as_deref());
+            self.slices_changed_by_others(managed.then_some(&*slice));
+        }
         let keys: tracker::Queued = match &old {
             None => tracker::on_slice_add(&self.slices, &slice)
                 .transpose()
@@ -439,12 +461,37 @@ impl Engine {
         };
         // A slice without its service-name label names no service to sync.
         for key in keys.into_iter().flatten() {
-            self.slice_changed_by_others(key);
+            self.queue_for_slice_event(key);
         }
     }
 
-    /// Someone else's edit: the slices may not be what the last sync left.
-    fn slice_changed_by_others(&self, key: ServiceKey) {
+    fn slice_deleted(&self, namespace: &str, name: &str, origin: Origin) {
+        if let Some(controller) = &self.mirroring {
+            controller.slice_deleted(namespace, name);
+        }
+        let Some(old) = self.index.slices().delete(namespace, name) else {
+            return;
+        };
+        self.locator.slice_changed(Some(&old), None);
+        if origin == Origin::Watch {
+            self.slices_changed_by_others(Some(&old));
+        }
+        if let Ok(Some(key)) = tracker::on_slice_delete(&self.slices, &old) {
+            self.queue_for_slice_event(key);
+        }
+    }
+
+    /// A managed slice changed, not by the engine's own write: the service's slices may no longer
+    /// be what its last sync left, so its next sync is full. Whether a sync is queued is upstream's
+    /// question, answered by the tracker.
+    fn slices_changed_by_others(&self, slice: Option<&EndpointSlice>) {
+        if let Some(key) = slice.and_then(|s| tracker::service_of_slice(s).ok()) {
+            self.changes.force_full(&key);
+        }
+    }
+
+    /// A slice event the tracker says needs a sync.
+    fn queue_for_slice_event(&self, key: ServiceKey) {
         if self.options.controllers.endpointslice {
             self.changes.force_full(&key);
             self.queue.add_after(key, self.slice_delay());
@@ -460,12 +507,9 @@ impl Engine {
         for w in writes {
             match (&w.verb, &w.object) {
                 (Verb::Delete, Object::EndpointSlice(s)) => {
-                    self.handle(&Change::EndpointSliceDeleted {
-                        namespace: s.meta.namespace.clone(),
-                        name: s.meta.name.clone(),
-                    });
+                    self.slice_deleted(&s.meta.namespace, &s.meta.name, Origin::OwnWrite);
                 }
-                (_, Object::EndpointSlice(s)) => self.slice_stored(Arc::clone(s)),
+                (_, Object::EndpointSlice(s)) => self.slice_stored(Arc::clone(s), Origin::OwnWrite),
                 (Verb::Delete, Object::Endpoints(e)) => {
                     self.handle(&Change::EndpointsDeleted {
                         namespace: e.meta.namespace.clone(),

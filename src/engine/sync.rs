@@ -6,17 +6,18 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use super::incremental::Changes;
+use super::incremental::{Changes, Located};
 use super::slice_metrics::SliceSyncMetrics;
 use super::{ENDPOINTSLICE_CONTROLLER, Engine, endpoints, mirroring};
 use crate::index::ServiceKey;
 use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
 use crate::queue::{RetryDecision, WorkQueue};
 use crate::reconcile::slices::{
-    IncrementalInput, SyncInput, reconcile, reconcile_incremental, set_plan_trigger_time,
+    IncrementalInput, SyncInput, address_types, reconcile, reconcile_incremental,
+    set_plan_trigger_time,
 };
 use crate::reconcile::{Event, Plan};
-use crate::sink::apply::{AppliedWrite, apply_plan};
+use crate::sink::apply::{AppliedWrite, TypeStatus, apply_plan};
 use crate::sink::{Object, Sink, Verb};
 use crate::tracker::EndpointSliceTracker;
 
@@ -55,6 +56,9 @@ pub struct SyncRecord {
     /// What upstream's EndpointSlice or mirroring metrics count of this sync; `None` for the
     /// Endpoints controller, and for syncs that reconciled nothing (stale, no selector).
     pub slice_metrics: Option<SliceSyncMetrics>,
+    /// A create met a terminating namespace and, as upstream, the rest of the writes were dropped
+    /// without an error: a success that did not write all it planned.
+    pub abandoned: bool,
 }
 
 impl SyncRecord {
@@ -69,6 +73,7 @@ impl SyncRecord {
             took: Duration::ZERO,
             dropped: false,
             slice_metrics: None,
+            abandoned: false,
         }
     }
 }
@@ -239,8 +244,7 @@ impl Engine {
                 .lock()
                 .delete_service(&key.namespace, &key.name);
             self.topology.write().remove_service(&key.to_string());
-            self.changes.forget(key);
-            self.locator.forget(key);
+            // The locator keeps the slices until the garbage collector's deletions arrive.
             return Prepared::Gone;
         };
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
@@ -338,10 +342,25 @@ impl Engine {
             .enumerate()
             .map(|(i, s)| (s.meta.name.as_str(), i))
             .collect();
+        // Where each changed pod's endpoints are, looked up once: `located[c * types + t]`. A pod
+        // held by several slices (duplicates someone left) cannot be placed incrementally.
+        let types = address_types(service);
+        let mut located: Vec<Option<usize>> = Vec::with_capacity(changed.len() * types.len());
+        for (name, _) in &changed {
+            for at in &types {
+                located.push(match self.locator.locate(key, name, at) {
+                    Located::Nowhere => None,
+                    Located::In(slice) => Some(*position.get(slice.as_str())?),
+                    Located::Ambiguous => return None,
+                });
+            }
+        }
         let locate = |name: &str, at: &AddressType| {
-            self.locator
-                .locate(key, name, at)
-                .and_then(|s| position.get(s.as_str()).copied())
+            let c = changed
+                .binary_search_by(|(n, _)| n.as_str().cmp(name))
+                .ok()?;
+            let t = types.iter().position(|t| t == at)?;
+            located[c * types.len() + t]
         };
         let nodes = self.nodes.read().clone();
         let topology = self.topology.read();
@@ -376,6 +395,9 @@ impl Engine {
         at: Duration,
     ) -> SyncRecord {
         let mut record = SyncRecord::new(at, key.clone(), ENDPOINTSLICE_CONTROLLER);
+        // Whether the slices are now what a full sync would leave: the next sync may then be
+        // incremental.
+        let mut complete = false;
         let error = match prepared {
             Prepared::Nothing => None,
             Prepared::Gone => {
@@ -399,6 +421,11 @@ impl Engine {
                 self.observe_own_writes(&outcome.records);
                 let mut events = plan.events;
                 let error = outcome.error_message();
+                record.abandoned = outcome
+                    .per_type
+                    .iter()
+                    .any(|t| t.status == TypeStatus::NamespaceTerminating);
+                complete = error.is_none() && !record.abandoned;
                 if let Some(message) = &error {
                     record.outcome = SyncOutcome::Error;
                     events.push(Event::warning(
@@ -413,9 +440,13 @@ impl Engine {
                 error
             }
         };
-        match &error {
-            None => self.changes.synced(key),
-            Some(_) => self.changes.failed(key),
+        if complete {
+            self.changes.synced(key);
+        } else if error.is_some() || record.abandoned {
+            self.changes.failed(key);
+        } else {
+            // Gone, or nothing to keep for it: nothing to remember either.
+            self.changes.forget(key);
         }
         record.settle(&self.queue, error);
         record

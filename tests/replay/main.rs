@@ -2,6 +2,8 @@
 //! semantics (batch period, slice-event delay, backoff, retry budget, token bucket) and the
 //! tracker (own writes ignored, edits and deletions by others repaired).
 
+mod lost_endpoints;
+
 use std::process::Command;
 
 use serde_json::Value;

@@ -1,5 +1,5 @@
-//! The engine's incremental path against its full path: the same churn trace through two engines,
-//! one reconciling only what changed and one always in full, must give the same writes, in the same
+//! The incremental path against the full path: the same churn trace through two engines, one
+//! reconciling only what changed and one always in full, must give the same writes, in the same
 //! order, and the same slices.
 
 use std::sync::Arc;

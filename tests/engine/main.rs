@@ -1,0 +1,4 @@
+//! The engine: its incremental path against its full path, and the incremental state under
+//! others' edits, restarts and faults.
+
+mod incremental;
