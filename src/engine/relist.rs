@@ -1,10 +1,11 @@
-//! What the kube adapter reads from the engine: the objects it holds of one kind, so that a relist
-//! can delete those missing from a fresh list, and single objects, for shadow mode's reports.
+//! Relists, and what the kube adapter reads from the engine: the objects it holds of one kind, and
+//! single objects, for shadow mode's reports.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::Engine;
-use crate::change::ChangeKind;
+use crate::change::{Change, ChangeKind};
 use crate::index::ServiceKey;
 use crate::model::{EndpointSlice, Endpoints, Name};
 
@@ -44,6 +45,21 @@ impl Engine {
                 .map(|k| (k.namespace, k.name))
                 .collect(),
         }
+    }
+
+    /// A fresh full list of `kind` has been delivered (each listed object through
+    /// [`Engine::handle`], as a watch's initial events): objects held but missing from it were
+    /// deleted meanwhile, and go as if their deletion had been watched. Returns how many went.
+    pub fn relisted(&self, kind: ChangeKind, listed: &HashSet<(Name, Name)>) -> usize {
+        let gone: Vec<(Name, Name)> = self
+            .stored_keys(kind)
+            .into_iter()
+            .filter(|key| !listed.contains(key))
+            .collect();
+        for (namespace, name) in &gone {
+            self.handle(&Change::deleted(kind, namespace.clone(), name.clone()));
+        }
+        gone.len()
     }
 
     pub fn options(&self) -> &super::EngineOptions {

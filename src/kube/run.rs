@@ -18,7 +18,7 @@ use super::http::{self, HttpState};
 use super::lease::{LeaderElector, LeaseConfig, LeaseError};
 use super::shadow::{DryRunReport, DryRunSink};
 use super::watch::{self, Input};
-use crate::change::{Change, ChangeKind};
+use crate::change::ChangeKind;
 use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord};
 use crate::index::ServiceKey;
 use crate::metrics::Metrics;
@@ -378,16 +378,8 @@ impl EngineLoop {
             Input::Change(change) => self.engine.handle(&change),
             Input::Listed { kind, seen } => {
                 if let Some(seen) = seen {
-                    let gone: Vec<_> = self
-                        .engine
-                        .stored_keys(kind)
-                        .into_iter()
-                        .filter(|key| !seen.contains(key))
-                        .collect();
-                    tracing::info!(kind = kind.as_str(), deleted = gone.len(), "relisted");
-                    for (namespace, name) in gone {
-                        self.engine.handle(&Change::deleted(kind, namespace, name));
-                    }
+                    let deleted = self.engine.relisted(kind, &seen);
+                    tracing::info!(kind = kind.as_str(), deleted, "relisted");
                 }
                 self.needed.remove(&kind);
             }
