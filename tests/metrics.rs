@@ -22,6 +22,7 @@ fn engine(controllers: Controllers) -> Engine {
         EngineOptions {
             controllers,
             workers: 1,
+            check_invariants: true,
             ..EngineOptions::default()
         },
         clock,
@@ -33,6 +34,12 @@ fn drain(engine: &Engine, sink: &MemorySink, metrics: &Metrics) -> Vec<(Verb, Ki
     let mut writes = Vec::new();
     loop {
         let records = engine.sync_ready(sink);
+        assert_eq!(
+            engine.stats().invariant_violations,
+            0,
+            "{:?}",
+            engine.take_violations()
+        );
         if records.is_empty() {
             return writes;
         }

@@ -23,6 +23,7 @@ pub struct ReplayArgs<'a> {
     pub controllers: Controllers,
     pub until: Option<Duration>,
     pub seed: u64,
+    pub check_invariants: bool,
 }
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -33,20 +34,25 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    let mut engine = engine_options(
+        args.batch_period,
+        args.workers,
+        args.max_endpoints_per_slice,
+        args.mirroring_max_endpoints_per_subset,
+        args.controllers,
+    );
+    engine.check_invariants = args.check_invariants;
     let options = ReplayOptions {
-        engine: engine_options(
-            args.batch_period,
-            args.workers,
-            args.max_endpoints_per_slice,
-            args.mirroring_max_endpoints_per_subset,
-            args.controllers,
-        ),
+        engine,
         keep_records: true,
         until: args.until,
         seed: args.seed,
     };
     let result = replay(&steps, &options);
-    println!("{}", serde_json::to_string_pretty(&render(&result)?)?);
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&render(&result, args.check_invariants)?)?
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -74,7 +80,7 @@ pub fn engine_options(
     }
 }
 
-fn render(r: &ReplayResult) -> anyhow::Result<Value> {
+fn render(r: &ReplayResult, checked: bool) -> anyhow::Result<Value> {
     let object = |o| object_to_json(o).context("serialising an object");
     let writes = r
         .writes
@@ -120,8 +126,21 @@ fn render(r: &ReplayResult) -> anyhow::Result<Value> {
         "writes": {"create": count(Verb::Create), "update": count(Verb::Update), "delete": count(Verb::Delete)},
         "ended_at": format_seconds(r.ended_at),
         "wall_seconds": r.elapsed.as_secs_f64(),
+        "invariant": invariant_summary(r, checked),
     });
     Ok(
         json!({"writes": writes, "syncs": syncs, "objects": objects, "events": events, "summary": summary}),
     )
+}
+
+/// The invariant checks of a run: `null` when not checked.
+pub fn invariant_summary(r: &ReplayResult, checked: bool) -> Value {
+    if !checked {
+        return Value::Null;
+    }
+    json!({
+        "checks": r.stats.invariant_checks,
+        "violations": r.stats.invariant_violations,
+        "first": r.violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    })
 }

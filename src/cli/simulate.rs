@@ -67,6 +67,10 @@ pub struct SimulateArgs {
     /// Stop at this virtual time even if work remains.
     #[arg(long, value_parser = super::duration_arg)]
     until: Option<Duration>,
+    /// After every sync that succeeded, check that a full reconcile of the same state would write
+    /// nothing (one more full reconcile per sync); exit 1 if one would.
+    #[arg(long)]
+    check_invariants: bool,
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -87,6 +91,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             controllers,
             until: args.until,
             seed: args.seed.unwrap_or(0),
+            check_invariants: args.check_invariants,
         });
     }
     let mut spec = match &args.spec {
@@ -140,14 +145,16 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         action: action_of(&s.change),
     }));
 
+    let mut engine = super::replay::engine_options(
+        args.batch_period,
+        args.workers as usize,
+        args.max_endpoints_per_slice as usize,
+        args.mirroring_max_endpoints_per_subset as usize,
+        controllers,
+    );
+    engine.check_invariants = args.check_invariants;
     let options = ReplayOptions {
-        engine: super::replay::engine_options(
-            args.batch_period,
-            args.workers as usize,
-            args.max_endpoints_per_slice as usize,
-            args.mirroring_max_endpoints_per_subset as usize,
-            controllers,
-        ),
+        engine,
         keep_records: false,
         until: args.until,
         seed: spec.seed,
@@ -227,6 +234,12 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
                 growth / pods as u64
             );
         }
+        if args.check_invariants {
+            println!(
+                "invariant: {} syncs checked, {} after which a full reconcile would still write",
+                result.stats.invariant_checks, result.stats.invariant_violations
+            );
+        }
         println!(
             "slices and Endpoints equal a fresh full reconcile of the final state: {}",
             if agrees { "yes" } else { "NO" }
@@ -250,10 +263,14 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             "peak_resident_bytes": peak,
             "bytes_per_pod": growth.map(|g| g / pods as u64),
             "matches_fresh_reconcile": agrees,
+            "invariant": super::replay::invariant_summary(&result, args.check_invariants),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     }
-    Ok(if agrees {
+    for violation in &result.violations {
+        eprintln!("invariant violated: {violation}");
+    }
+    Ok(if agrees && result.stats.invariant_violations == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -11,7 +11,7 @@ use dashmap::DashMap;
 use super::incremental::ChangeLog;
 use super::sync::{SyncOutcome, SyncRecord};
 use crate::index::{Index, ServiceKey};
-use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp};
+use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::Event;
 use crate::reconcile::endpoints::{self, ANNOTATION_LEADER, EndpointsInput, EndpointsPlan};
@@ -151,6 +151,45 @@ impl EndpointsController {
         })
     }
 
+    /// What a sync would write now, read-only (no tracker moves): `None` when the Endpoints
+    /// object is as a full sync leaves it.
+    pub fn pending_write(
+        index: &Index,
+        store: &EndpointsStore,
+        key: &ServiceKey,
+    ) -> Option<endpoints::EndpointsWrite> {
+        let current = store.get(key);
+        let Some(service) = index.services().get(&key.namespace, &key.name) else {
+            // Leftovers of a deleted service go; a leader-election record is not ours.
+            return current
+                .filter(|c| !c.meta.annotations.contains_key(ANNOTATION_LEADER))
+                .and_then(|_| endpoints::sync_deleted(&key.namespace, &key.name).write);
+        };
+        let write = index.with_members(key, |pods| {
+            endpoints::sync(&EndpointsInput {
+                service: &service,
+                pods,
+                current: current.as_deref(),
+                trigger_time: None,
+            })
+            .write
+        })?;
+        // The trigger time is the sync's, not a difference: an object over capacity is rewritten
+        // by every sync (as upstream's), and only its trigger time changes.
+        let trigger = keys::ANNOTATION_TRIGGER_TIME;
+        match (&write, current.as_deref()) {
+            (endpoints::EndpointsWrite::Update(new), Some(current))
+                if new.subsets == current.subsets
+                    && new.meta.labels == current.meta.labels
+                    && new.meta.annotations.without(trigger)
+                        == current.meta.annotations.without(trigger) =>
+            {
+                None
+            }
+            _ => Some(write),
+        }
+    }
+
     /// The pods changed since the service's last trigger-time computation, as they are now (`None`
     /// when deleted or no longer selected); `None` when the service needs a full computation.
     fn changed_pods(
@@ -238,6 +277,7 @@ impl EndpointsController {
                 if outcome.error.is_some() {
                     record.outcome = SyncOutcome::Error;
                 }
+                record.abandoned = outcome.abandoned;
                 outcome.error
             }
         };

@@ -14,7 +14,7 @@ use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::mirroring::{self, MirrorInput, should_mirror};
 use crate::reconcile::{Event, Plan};
 use crate::sink::Sink;
-use crate::sink::apply::apply_plan;
+use crate::sink::apply::{TypeStatus, apply_plan};
 use crate::tracker::{self, EndpointSliceTracker};
 
 /// The controller name in sync records.
@@ -107,7 +107,6 @@ impl MirroringController {
     /// Everything of a sync that reads only: the plan.
     pub fn prepare(&self, index: &Index, store: &EndpointsStore, key: &ServiceKey) -> Prepared {
         let service = index.services().get(&key.namespace, &key.name);
-        let endpoints = store.get(key);
         let slices: Vec<Arc<EndpointSlice>> = self.slices.for_service(key);
         let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
         let stale = match &service {
@@ -120,17 +119,37 @@ impl MirroringController {
         if stale {
             return Prepared::Stale;
         }
-        let plan = mirroring::reconcile(&MirrorInput {
-            namespace: &key.namespace,
-            name: &key.name,
-            service: service.as_deref(),
-            endpoints: endpoints.as_deref(),
-            slices: &refs,
-            options: &self.options,
-        });
+        let plan = self.plan(service.as_deref(), store, key, &refs);
         let metrics =
             SliceSyncMetrics::of_mirroring(&refs, &plan, self.options.max_endpoints_per_subset);
         Prepared::Plan(plan, Box::new(metrics))
+    }
+
+    fn plan(
+        &self,
+        service: Option<&Service>,
+        store: &EndpointsStore,
+        key: &ServiceKey,
+        slices: &[&EndpointSlice],
+    ) -> Plan {
+        let endpoints = store.get(key);
+        mirroring::reconcile(&MirrorInput {
+            namespace: &key.namespace,
+            name: &key.name,
+            service,
+            endpoints: endpoints.as_deref(),
+            slices,
+            options: &self.options,
+        })
+    }
+
+    /// What a sync would write now, read-only (no tracker moves): an empty plan when the mirrored
+    /// slices are as a full sync leaves them.
+    pub fn pending_plan(&self, index: &Index, store: &EndpointsStore, key: &ServiceKey) -> Plan {
+        let service = index.services().get(&key.namespace, &key.name);
+        let slices: Vec<Arc<EndpointSlice>> = self.slices.for_service(key);
+        let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
+        self.plan(service.as_deref(), store, key, &refs)
     }
 
     /// Applies a prepared sync and feeds its result back to the tracker and the queue. The caller
@@ -155,6 +174,10 @@ impl MirroringController {
                 record.slice_metrics = Some(*metrics);
                 events.extend(plan.events.into_iter().map(|e| (key.clone(), e)));
                 let error = outcome.error_message();
+                record.abandoned = outcome
+                    .per_type
+                    .iter()
+                    .any(|t| t.status == TypeStatus::NamespaceTerminating);
                 record.writes = outcome.records;
                 if error.is_some() {
                     record.outcome = SyncOutcome::Error;

@@ -3,6 +3,7 @@
 
 mod endpoints;
 mod incremental;
+mod invariant;
 mod mirroring;
 mod relist;
 mod slice_metrics;
@@ -26,6 +27,7 @@ use crate::sink::apply::AppliedWrite;
 use crate::tracker::{self, EndpointSliceTracker, TriggerTimeTracker};
 
 pub use endpoints::ENDPOINTS_CONTROLLER;
+pub use invariant::Violation;
 pub use mirroring::MIRRORING_CONTROLLER;
 pub use slice_metrics::{CacheEntry, SliceSyncMetrics, TypeSyncMetrics};
 pub use sync::{SyncOutcome, SyncRecord};
@@ -60,6 +62,10 @@ pub struct EngineOptions {
     /// when the sink writes nothing (`run --dry-run`): the index then holds only what the cluster
     /// holds, and every sync is compared with it.
     pub observe_writes: bool,
+    /// After every sync that succeeded in full, check that a full reconcile of the same state
+    /// would write nothing (see `invariant`). Costs one full reconcile per sync: for tests and
+    /// `simulate --check-invariants`.
+    pub check_invariants: bool,
 }
 
 impl Default for EngineOptions {
@@ -75,6 +81,7 @@ impl Default for EngineOptions {
             mirroring: crate::reconcile::mirroring::Options::default(),
             mirroring_batch_period: Duration::ZERO,
             observe_writes: true,
+            check_invariants: false,
         }
     }
 }
@@ -89,6 +96,9 @@ pub struct EngineStats {
     pub sync_errors: u64,
     pub stale: u64,
     pub dropped: u64,
+    /// Syncs checked against the invariant, and those after which it did not hold.
+    pub invariant_checks: u64,
+    pub invariant_violations: u64,
 }
 
 /// How many objects of each kind the engine holds.
@@ -157,6 +167,7 @@ pub struct Engine {
     pool: Option<rayon::ThreadPool>,
     events: Mutex<Vec<(ServiceKey, Event)>>,
     stats: Mutex<EngineStats>,
+    violations: Mutex<Vec<Violation>>,
 }
 
 impl Engine {
@@ -195,6 +206,7 @@ impl Engine {
             pool,
             events: Mutex::new(Vec::new()),
             stats: Mutex::new(EngineStats::default()),
+            violations: Mutex::new(Vec::new()),
         }
     }
 
@@ -371,6 +383,28 @@ impl Engine {
     pub fn start(&self) {
         if let Some(controller) = &self.endpoints {
             controller.queue_leftovers(&self.endpoints_store);
+        }
+    }
+
+    /// What the informers' periodic resync does: every Service (and, for mirroring, every
+    /// Endpoints object) delivered again unchanged, so that every controller syncs each once. A
+    /// sync finds nothing to do where the engine's state is current, and repairs what others
+    /// changed without queueing a sync (a slice the tracker never saw, deleted).
+    pub fn resync(&self) {
+        for key in self.index.services().keys() {
+            if let Some(controller) = &self.endpoints {
+                controller.queue.add(key.clone());
+            }
+            if self.options.controllers.endpointslice {
+                self.queue.add(key);
+            }
+        }
+        if let Some(controller) = &self.mirroring {
+            for key in self.endpoints_store.keys() {
+                if let Some(endpoints) = self.endpoints_store.get(&key) {
+                    controller.endpoints_changed(Some(&endpoints), Some(&endpoints));
+                }
+            }
         }
     }
 

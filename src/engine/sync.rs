@@ -219,6 +219,7 @@ impl Engine {
             };
             record.took = planning + started.elapsed();
             self.count(&record);
+            self.check_after_sync(&record);
             records.push(record);
         }
         records
@@ -250,16 +251,7 @@ impl Engine {
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
             return Prepared::Nothing;
         }
-        let slices: Vec<Arc<EndpointSlice>> = self
-            .index
-            .slices()
-            .for_service(key)
-            .into_iter()
-            .filter(|s| {
-                s.meta.deletion_timestamp.is_none()
-                    && s.managed_by().map(|m| m.as_str()) == Some(keys::ENDPOINTSLICE_CONTROLLER)
-            })
-            .collect();
+        let slices = self.managed_slices(key);
         let slice_refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
         // Upstream's newer form: a Service recreated under the same name starts afresh.
         if self.slices.stale_slices_for_uid(
@@ -287,26 +279,51 @@ impl Engine {
         {
             return planned(plan, true);
         }
+        let plan = self.full_plan(key, &service, &slice_refs, |pods| {
+            self.triggers
+                .lock()
+                .compute(&key.namespace, &key.name, &service, pods)
+        });
+        planned(plan, false)
+    }
+
+    /// The slices of `key` that the EndpointSlice controller reconciles: managed, not being
+    /// deleted.
+    pub(super) fn managed_slices(&self, key: &ServiceKey) -> Vec<Arc<EndpointSlice>> {
+        self.index
+            .slices()
+            .for_service(key)
+            .into_iter()
+            .filter(|s| {
+                s.meta.deletion_timestamp.is_none()
+                    && s.managed_by().map(|m| m.as_str()) == Some(keys::ENDPOINTSLICE_CONTROLLER)
+            })
+            .collect()
+    }
+
+    /// The full reconcile of a service over the index, with the trigger time `trigger_time` gives
+    /// for its pods.
+    pub(super) fn full_plan(
+        &self,
+        key: &ServiceKey,
+        service: &Service,
+        slices: &[&EndpointSlice],
+        trigger_time: impl FnOnce(&[&Pod]) -> Option<crate::model::Timestamp>,
+    ) -> Plan {
         let nodes = self.nodes.read().clone();
         let topology = self.topology.read();
         // The members are borrowed under the namespace's read lock, not cloned.
-        let plan = self.index.with_members(key, |pods| {
-            let trigger_time =
-                self.triggers
-                    .lock()
-                    .compute(&key.namespace, &key.name, &service, pods);
+        self.index.with_members(key, |pods| {
             reconcile(&SyncInput {
-                service: &service,
+                service,
                 pods,
                 nodes: nodes.as_ref(),
-                slices: &slice_refs,
-                trigger_time,
+                slices,
+                trigger_time: trigger_time(pods),
                 topology: &topology,
                 options: &self.options.reconcile,
             })
-        });
-        drop(topology);
-        planned(plan, false)
+        })
     }
 
     /// The plan of a sync where only some pods changed since the last successful one, computed

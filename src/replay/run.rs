@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::Step;
 use super::world::World;
-use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord};
+use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord, Violation};
 use crate::index::ServiceKey;
 use crate::model::Timestamp;
 use crate::queue::{Clock, VirtualClock};
@@ -51,6 +51,8 @@ pub struct ReplayResult {
     pub objects: Vec<Object>,
     pub events: Vec<(ServiceKey, Event)>,
     pub stats: EngineStats,
+    /// The first invariant violations found, when the engine checks them.
+    pub violations: Vec<Violation>,
     /// Accepted writes by verb: create, update, delete.
     pub write_counts: [usize; 3],
     /// Wall-clock time of every sync.
@@ -152,6 +154,7 @@ pub fn replay_with_progress(
     result.objects = sink.objects();
     result.events = engine.take_events();
     result.stats = engine.stats();
+    result.violations = engine.take_violations();
     result.elapsed = started.elapsed();
     result
 }

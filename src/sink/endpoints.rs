@@ -21,6 +21,8 @@ pub struct EndpointsOutcome {
     pub error: Option<String>,
     /// Events to record: upstream records them on the Endpoints object, we key them by service.
     pub events: Vec<Event>,
+    /// The create met a terminating namespace and was dropped without an error.
+    pub abandoned: bool,
 }
 
 impl EndpointsOutcome {
@@ -45,7 +47,7 @@ pub fn apply_endpoints_plan(sink: &dyn Sink, plan: EndpointsPlan) -> EndpointsOu
     match kind {
         Verb::Create => match sink.create(object) {
             Ok(created) => out.record = Some(applied(Verb::Create, created)),
-            Err(e) if e.is_namespace_terminating() => {}
+            Err(e) if e.is_namespace_terminating() => out.abandoned = true,
             Err(e) => {
                 out.events.push(Event::warning(
                     REASON_FAILED_TO_CREATE,
@@ -113,7 +115,13 @@ mod tests {
         let sink = MemorySink::new(1);
         sink.set_namespace_terminating("doomed", true);
         let out = apply_endpoints_plan(&sink, create_plan("doomed"));
-        assert_eq!(out, EndpointsOutcome::default());
+        assert_eq!(
+            out,
+            EndpointsOutcome {
+                abandoned: true,
+                ..EndpointsOutcome::default()
+            }
+        );
         assert!(sink.is_empty());
     }
 

@@ -39,6 +39,7 @@ fn run_trace(
         EngineOptions {
             incremental,
             workers: 1,
+            check_invariants: true,
             reconcile: sliced::reconcile::Options {
                 max_endpoints_per_slice: max,
                 prefer_same_traffic_distribution: false,
@@ -79,6 +80,13 @@ fn run_trace(
         .map(|w| format!("{:?} {:?}", w.verb, w.sent))
         .collect();
     let stats = engine.stats();
+    assert_eq!(
+        stats.invariant_violations,
+        0,
+        "{:?}",
+        engine.take_violations()
+    );
+    assert!(stats.invariant_checks > 0);
     Outcome {
         writes: writes.join("\n"),
         objects: format!("{:?}", sink.objects()),

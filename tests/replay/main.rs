@@ -21,7 +21,7 @@ fn simulate(events: &str, args: &[&str]) -> Value {
     let file = dir.join(format!("{:x}.yaml", fxhash(events)));
     std::fs::write(&file, events).expect("write events");
     let out = Command::new(env!("CARGO_BIN_EXE_sliced"))
-        .args(["simulate", "-o", "json", "--events"])
+        .args(["simulate", "-o", "json", "--check-invariants", "--events"])
         .arg(&file)
         .args(only_slices)
         .args(args)
@@ -33,7 +33,12 @@ fn simulate(events: &str, args: &[&str]) -> Value {
         out.status.code(),
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("JSON output")
+    let out: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    // After every sync that succeeded, a full reconcile of the engine's view writes nothing.
+    let invariant = &out["summary"]["invariant"];
+    assert!(invariant["checks"].is_u64(), "not checked: {invariant}");
+    assert_eq!(invariant["violations"], 0, "{invariant}");
+    out
 }
 
 fn fxhash(s: &str) -> u64 {

@@ -27,6 +27,14 @@ pub struct Running {
 impl Running {
     /// Asks for a clean shutdown and waits for it.
     pub async fn stop(self) -> Result<RunSummary, RunError> {
+        // After every sync that succeeded, a full reconcile of the engine's view wrote nothing.
+        let stats = self.state.engine.stats();
+        assert_eq!(
+            stats.invariant_violations,
+            0,
+            "{:?}",
+            self.state.engine.take_violations()
+        );
         let _ = self.stop.send(());
         match tokio::time::timeout(Duration::from_secs(30), self.task).await {
             Ok(Ok(result)) => result,
@@ -45,6 +53,7 @@ pub fn options() -> RunOptions {
         engine: EngineOptions {
             controllers: Controllers::ALL,
             workers: 2,
+            check_invariants: true,
             ..EngineOptions::default()
         },
         kube_api_qps: 10_000.0,
