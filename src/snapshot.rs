@@ -139,9 +139,13 @@ pub fn reconcile_snapshot_full(
     for pod in &snapshot.pods {
         index.pods().apply(pod.clone());
     }
-    let mut services: Vec<&Service> = snapshot.services.iter().collect();
-    services
-        .sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
+    // In namespace/name order, each once: of two with one name, the later one (the index's).
+    let services: Vec<Arc<Service>> = index
+        .services()
+        .keys()
+        .into_iter()
+        .filter_map(|k| index.services().get(&k.namespace, &k.name))
+        .collect();
     // Listed before the pass, as the start-up check lists the informer cache.
     let existing_endpoints: Vec<Endpoints> = sink
         .objects()
@@ -150,7 +154,7 @@ pub fn reconcile_snapshot_full(
         .collect();
 
     let mut result = SnapshotResult::default();
-    for service in services {
+    for service in &services {
         // Neither controller reconciles these; their objects are left as they are.
         if service.selector.is_none()
             || service.service_type == crate::model::ServiceType::ExternalName

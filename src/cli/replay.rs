@@ -11,7 +11,7 @@ use sliced::engine::EngineOptions;
 use sliced::kube::convert::object_to_json;
 use sliced::kube::events::load_events_file;
 use sliced::reconcile::Options;
-use sliced::replay::{ReplayOptions, ReplayResult, format_seconds, replay};
+use sliced::replay::{FaultProfile, ReplayOptions, ReplayResult, format_seconds, replay};
 use sliced::sink::Verb;
 
 pub struct ReplayArgs<'a> {
@@ -24,6 +24,7 @@ pub struct ReplayArgs<'a> {
     pub until: Option<Duration>,
     pub seed: u64,
     pub check_invariants: bool,
+    pub faults: FaultProfile,
 }
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -47,6 +48,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         keep_records: true,
         until: args.until,
         seed: args.seed,
+        faults: args.faults,
     };
     let result = replay(&steps, &options);
     println!(
@@ -127,6 +129,7 @@ fn render(r: &ReplayResult, checked: bool) -> anyhow::Result<Value> {
         "ended_at": format_seconds(r.ended_at),
         "wall_seconds": r.elapsed.as_secs_f64(),
         "invariant": invariant_summary(r, checked),
+        "faults": fault_summary(r),
     });
     Ok(
         json!({"writes": writes, "syncs": syncs, "objects": objects, "events": events, "summary": summary}),
@@ -142,5 +145,30 @@ pub fn invariant_summary(r: &ReplayResult, checked: bool) -> Value {
         "checks": r.stats.invariant_checks,
         "violations": r.stats.invariant_violations,
         "first": r.violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    })
+}
+
+/// What the faults did and how the run came out of them: `null` without faults.
+pub fn fault_summary(r: &ReplayResult) -> Value {
+    let Some(report) = &r.faults else {
+        return Value::Null;
+    };
+    let injected: serde_json::Map<String, Value> = report
+        .counts
+        .rows()
+        .into_iter()
+        .map(|(name, n)| (name.to_string(), json!(n)))
+        .collect();
+    json!({
+        "profile": report.profile,
+        "injected": injected,
+        "injected_total": report.counts.total(),
+        "stopped_at": format_seconds(report.stopped_at),
+        "failed_syncs_retried": r.stats.sync_errors + r.stats.stale,
+        "relists": report.counts.watch_expiries,
+        "restarts_survived": report.counts.restarts,
+        "leader_changes_survived": report.counts.leader_changes,
+        "unsettled": report.unsettled.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "unmanaged_writes": report.unmanaged_writes,
     })
 }

@@ -14,13 +14,12 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use sliced::change::Change;
 use sliced::model::EndpointSlice;
 use sliced::reconcile::endpoints::ANNOTATION_OVER_CAPACITY as OVER_CAPACITY;
-use sliced::replay::{Action, ReplayOptions, Step, replay_with_progress};
+use sliced::replay::{FaultProfile, ReplayOptions, Step, replay_with_progress};
 use sliced::sim::{self, ClusterSpec, TraceKind};
 use sliced::sink::Object;
-use sliced::snapshot::{Controllers, Snapshot, reconcile_snapshot_full};
+use sliced::snapshot::{Controllers, reconcile_snapshot_full};
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -71,6 +70,11 @@ pub struct SimulateArgs {
     /// nothing (one more full reconcile per sync); exit 1 if one would.
     #[arg(long)]
     check_invariants: bool,
+    /// Inject faults until the trace ends: none, flaky-api (refused, lost and slow writes, late
+    /// and expiring watches) or chaos (also others' edits, a lagging garbage collector, resyncs,
+    /// restarts and leader changes). Seeded by --seed.
+    #[arg(long, default_value = "none", value_parser = clap::builder::PossibleValuesParser::new(FaultProfile::NAMES))]
+    faults: String,
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
@@ -78,6 +82,13 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         Ok(c) => c,
         Err(message) => {
             eprintln!("error: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let faults: FaultProfile = match args.faults.parse() {
+        Ok(profile) => profile,
+        Err(e) => {
+            eprintln!("error: {e}");
             return Ok(ExitCode::from(2));
         }
     };
@@ -92,6 +103,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             until: args.until,
             seed: args.seed.unwrap_or(0),
             check_invariants: args.check_invariants,
+            faults,
         });
     }
     let mut spec = match &args.spec {
@@ -138,12 +150,13 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
 
     // Everything exists at time zero; the trace starts once the cold start has settled.
     let offset = Duration::from_secs(60);
-    let mut steps = initial_steps(snapshot);
+    let mut steps = Step::cold_start(snapshot);
     let cold_steps = steps.len();
-    steps.extend(trace.iter().map(|s| Step {
-        at: s.at + offset,
-        action: action_of(&s.change),
-    }));
+    steps.extend(
+        trace
+            .iter()
+            .map(|s| Step::of_change(s.at + offset, s.change.clone())),
+    );
 
     let mut engine = super::replay::engine_options(
         args.batch_period,
@@ -158,6 +171,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         keep_records: false,
         until: args.until,
         seed: spec.seed,
+        faults,
     };
     let bar = progress_bar(text, steps.len());
     let mut last_line = Instant::now();
@@ -234,6 +248,31 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
                 growth / pods as u64
             );
         }
+        if let Some(report) = &result.faults {
+            let injected: Vec<String> = report
+                .counts
+                .rows()
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(name, n)| format!("{n} {}", name.replace('_', " ")))
+                .collect();
+            println!(
+                "faults ({}): {} injected until {}: {}",
+                report.profile,
+                report.counts.total(),
+                sliced::replay::format_seconds(report.stopped_at),
+                injected.join(", ")
+            );
+            println!(
+                "survived: {} failed syncs retried, {} relists, {} restarts, {} leader changes; {} writes to objects sliced does not manage; {} services unsettled",
+                result.stats.sync_errors + result.stats.stale,
+                report.counts.watch_expiries,
+                report.counts.restarts,
+                report.counts.leader_changes,
+                report.unmanaged_writes.len(),
+                report.unsettled.len()
+            );
+        }
         if args.check_invariants {
             println!(
                 "invariant: {} syncs checked, {} after which a full reconcile would still write",
@@ -264,17 +303,30 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             "bytes_per_pod": growth.map(|g| g / pods as u64),
             "matches_fresh_reconcile": agrees,
             "invariant": super::replay::invariant_summary(&result, args.check_invariants),
+            "faults": super::replay::fault_summary(&result),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     }
     for violation in &result.violations {
         eprintln!("invariant violated: {violation}");
     }
-    Ok(if agrees && result.stats.invariant_violations == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let mut faults_survived = true;
+    if let Some(report) = &result.faults {
+        for write in &report.unmanaged_writes {
+            eprintln!("write to an object sliced does not manage: {write}");
+        }
+        for violation in &report.unsettled {
+            eprintln!("unsettled after the faults: {violation}");
+        }
+        faults_survived = report.unmanaged_writes.is_empty() && report.unsettled.is_empty();
+    }
+    Ok(
+        if agrees && faults_survived && result.stats.invariant_violations == 0 {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
 }
 
 fn progress_bar(text: bool, total: usize) -> Option<ProgressBar> {
@@ -286,41 +338,6 @@ fn progress_bar(text: bool, total: usize) -> Option<ProgressBar> {
         bar.set_style(style);
     }
     Some(bar)
-}
-
-/// Every object of the snapshot, arriving at time zero: nodes, then services, then pods.
-fn initial_steps(snapshot: &Snapshot) -> Vec<Step> {
-    let apply = |change| Step {
-        at: Duration::ZERO,
-        action: Action::Apply(change),
-    };
-    let mut steps: Vec<Step> = Vec::with_capacity(snapshot.len());
-    steps.extend(
-        snapshot
-            .nodes
-            .iter()
-            .map(|n| apply(Change::Node(n.clone()))),
-    );
-    steps.extend(
-        snapshot
-            .services
-            .iter()
-            .map(|s| apply(Change::Service(s.clone()))),
-    );
-    steps.extend(snapshot.pods.iter().map(|p| apply(Change::Pod(p.clone()))));
-    steps
-}
-
-fn action_of(change: &Change) -> Action {
-    match change {
-        Change::Service(_)
-        | Change::Pod(_)
-        | Change::Node(_)
-        | Change::Namespace(_)
-        | Change::EndpointSlice(_)
-        | Change::Endpoints(_) => Action::Apply(change.clone()),
-        _ => Action::Delete(change.clone()),
-    }
 }
 
 /// The same Endpoints objects: subsets, labels and the over-capacity mark.

@@ -42,21 +42,27 @@ impl EndpointsStore {
         self.0.remove(key).map(|(_, e)| e)
     }
 
+    /// Every key, sorted: queues fill in the same order on every run.
     pub fn keys(&self) -> Vec<ServiceKey> {
-        self.0.iter().map(|e| e.key().clone()).collect()
+        let mut keys: Vec<ServiceKey> = self.0.iter().map(|e| e.key().clone()).collect();
+        keys.sort_unstable();
+        keys
     }
 
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
-    /// The keys of every object but leader-election records.
+    /// The keys of every object but leader-election records, sorted.
     fn keys_but_leader_records(&self) -> Vec<ServiceKey> {
-        self.0
+        let mut keys: Vec<ServiceKey> = self
+            .0
             .iter()
             .filter(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER))
             .map(|e| e.key().clone())
-            .collect()
+            .collect();
+        keys.sort_unstable();
+        keys
     }
 }
 
@@ -108,6 +114,11 @@ impl EndpointsController {
     pub fn pod_changed(&self, key: ServiceKey, pod: &Name) {
         self.changes.pod_changed(&key, pod);
         self.queue.add_after(key, self.batch_period);
+    }
+
+    /// A pod changed in a way that queues no sync: its trigger time is read at the next one.
+    pub fn pod_changed_unqueued(&self, key: &ServiceKey, pod: &Name) {
+        self.changes.pod_changed(key, pod);
     }
 
     /// The start-up check: every Endpoints object but leader-election records is synced, so
@@ -278,6 +289,7 @@ impl EndpointsController {
                     record.outcome = SyncOutcome::Error;
                 }
                 record.abandoned = outcome.abandoned;
+                record.gone.extend(outcome.gone);
                 outcome.error
             }
         };

@@ -170,9 +170,26 @@ impl Engine {
         }
         let plan = self.full_plan(key, &service, &refs, |_| None);
         if plan.write_count() > 0 {
+            let held: Vec<String> = refs
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} ({} {}, {} endpoints)",
+                        s.meta.name,
+                        s.address_type,
+                        if s.is_owned_by(&service.meta.uid) {
+                            "owned"
+                        } else {
+                            "not owned"
+                        },
+                        s.endpoints.len()
+                    )
+                })
+                .collect();
             return violation(format!(
-                "a full reconcile would still write: {}",
-                describe_plan(&plan)
+                "a full reconcile would still write: {}; slices held: {}",
+                describe_plan(&plan),
+                held.join(", ")
             ));
         }
         None

@@ -179,6 +179,7 @@ impl MirroringController {
                     .iter()
                     .any(|t| t.status == TypeStatus::NamespaceTerminating);
                 record.writes = outcome.records;
+                record.gone = outcome.gone;
                 if error.is_some() {
                     record.outcome = SyncOutcome::Error;
                 }

@@ -23,7 +23,6 @@ use crate::model::{EndpointSlice, Name, Node};
 use crate::queue::{Clock, QueueConfig, QueueMetrics, WorkQueue};
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Options};
-use crate::sink::apply::AppliedWrite;
 use crate::tracker::{self, EndpointSliceTracker, TriggerTimeTracker};
 
 pub use endpoints::ENDPOINTS_CONTROLLER;
@@ -101,6 +100,21 @@ pub struct EngineStats {
     pub invariant_violations: u64,
 }
 
+impl EngineStats {
+    /// Adds `other`'s counters to these.
+    pub fn add(&mut self, other: &EngineStats) {
+        let sum = |a: &mut u64, b: u64| *a = a.saturating_add(b);
+        sum(&mut self.changes, other.changes);
+        sum(&mut self.syncs, other.syncs);
+        sum(&mut self.incremental_syncs, other.incremental_syncs);
+        sum(&mut self.sync_errors, other.sync_errors);
+        sum(&mut self.stale, other.stale);
+        sum(&mut self.dropped, other.dropped);
+        sum(&mut self.invariant_checks, other.invariant_checks);
+        sum(&mut self.invariant_violations, other.invariant_violations);
+    }
+}
+
 /// How many objects of each kind the engine holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ObjectCounts {
@@ -124,6 +138,18 @@ enum Origin {
     Watch,
     /// The API server's answer to one of the engine's own writes.
     OwnWrite,
+}
+
+/// A pod update that upstream's projection ignores but a full reconcile would still read
+/// differently: another pod under the same name, a phase, node or Ready transition time (the
+/// trigger time) that moved without a readiness change, as when a relist skips the events between.
+fn reads_differ(old: &crate::model::Pod, new: &crate::model::Pod) -> bool {
+    old.meta.uid() != new.meta.uid()
+        || old.phase != new.phase
+        || old.node_name != new.node_name
+        || old.has_pod_ip != new.has_pod_ip
+        || old.ready_transition() != new.ready_transition()
+        || (!Arc::ptr_eq(&old.named_ports, &new.named_ports) && old.named_ports != new.named_ports)
 }
 
 /// Nothing the reconcilers read differs: a watch echo of the engine's own write, a relist or a
@@ -280,9 +306,13 @@ impl Engine {
                 self.service_changed(key);
             }
             Change::Pod(pod) => {
-                let (_, projection) = self.index.pods().apply_projected(pod.clone());
-                if let Some(projection) = projection {
-                    self.queue_for_projection(&projection, &pod.meta.name);
+                let (old, projection) = self.index.pods().apply_projected(pod.clone());
+                match (projection, old) {
+                    (Some(projection), _) => self.queue_for_projection(&projection, &pod.meta.name),
+                    // Upstream queues nothing, but its next full sync reads the pod as it is
+                    // now: the incremental state must know it changed.
+                    (None, Some(old)) if reads_differ(&old, pod) => self.pod_changed_unqueued(pod),
+                    (None, _) => {}
                 }
             }
             Change::PodDeleted { namespace, name } => {
@@ -342,9 +372,12 @@ impl Engine {
                 if newer {
                     return;
                 }
-                let old = self.endpoints_store.remove(&key);
+                // An informer tells of the deletion of an object it held, and of nothing else.
+                let Some(old) = self.endpoints_store.remove(&key) else {
+                    return;
+                };
                 if let Some(controller) = &self.mirroring {
-                    controller.endpoints_changed(old.as_deref(), None);
+                    controller.endpoints_changed(Some(&old), None);
                 }
                 if let Some(controller) = &self.endpoints {
                     controller.deleted(key);
@@ -374,6 +407,23 @@ impl Engine {
             if self.options.controllers.endpointslice {
                 self.changes.pod_changed(&key, pod);
                 self.queue.add_after(key, self.options.batch_period);
+            }
+        }
+    }
+
+    /// A pod changed in a way the reconcilers read but that queues no sync (see
+    /// [`reads_differ`]): noted for the services selecting it, so that their next sync, whatever
+    /// queues it, takes it in.
+    fn pod_changed_unqueued(&self, pod: &crate::model::Pod) {
+        for key in self
+            .index
+            .services_for_pod(&pod.meta.namespace, &pod.meta.labels)
+        {
+            if let Some(controller) = &self.endpoints {
+                controller.pod_changed_unqueued(&key, &pod.meta.name);
+            }
+            if self.options.controllers.endpointslice {
+                self.changes.pod_changed(&key, &pod.meta.name);
             }
         }
     }
@@ -532,27 +582,32 @@ impl Engine {
         }
     }
 
-    /// Writes that a sync made, fed back as the watch would deliver them.
-    fn observe_own_writes(&self, writes: &[AppliedWrite]) {
+    /// Writes that a sync made, fed back as the watch would deliver them, and deletions of what
+    /// the sync found already gone.
+    fn observe_own_writes(&self, record: &SyncRecord) {
         use crate::sink::{Object, Verb};
         if !self.options.observe_writes {
             return;
         }
-        for w in writes {
+        let deleted = |object: &Object| match object {
+            Object::EndpointSlice(s) => {
+                self.slice_deleted(&s.meta.namespace, &s.meta.name, Origin::OwnWrite);
+            }
+            Object::Endpoints(e) => self.handle(&Change::EndpointsDeleted {
+                namespace: e.meta.namespace.clone(),
+                name: e.meta.name.clone(),
+                uid: e.meta.uid.clone(),
+            }),
+        };
+        for w in &record.writes {
             match (&w.verb, &w.object) {
-                (Verb::Delete, Object::EndpointSlice(s)) => {
-                    self.slice_deleted(&s.meta.namespace, &s.meta.name, Origin::OwnWrite);
-                }
+                (Verb::Delete, object) => deleted(object),
                 (_, Object::EndpointSlice(s)) => self.slice_stored(Arc::clone(s), Origin::OwnWrite),
-                (Verb::Delete, Object::Endpoints(e)) => {
-                    self.handle(&Change::EndpointsDeleted {
-                        namespace: e.meta.namespace.clone(),
-                        name: e.meta.name.clone(),
-                        uid: e.meta.uid.clone(),
-                    });
-                }
                 (_, Object::Endpoints(e)) => self.handle(&Change::Endpoints(Arc::clone(e))),
             }
+        }
+        for object in &record.gone {
+            deleted(object);
         }
     }
 }

@@ -51,11 +51,13 @@ impl Engine {
     /// [`Engine::handle`], as a watch's initial events): objects held but missing from it were
     /// deleted meanwhile, and go as if their deletion had been watched. Returns how many went.
     pub fn relisted(&self, kind: ChangeKind, listed: &HashSet<(Name, Name)>) -> usize {
-        let gone: Vec<(Name, Name)> = self
+        let mut gone: Vec<(Name, Name)> = self
             .stored_keys(kind)
             .into_iter()
             .filter(|key| !listed.contains(key))
             .collect();
+        // In order: the same relist queues the same way on every run.
+        gone.sort_unstable();
         for (namespace, name) in &gone {
             self.handle(&Change::deleted(kind, namespace.clone(), name.clone()));
         }

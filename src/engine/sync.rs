@@ -59,6 +59,9 @@ pub struct SyncRecord {
     /// A create met a terminating namespace and, as upstream, the rest of the writes were dropped
     /// without an error: a success that did not write all it planned.
     pub abandoned: bool,
+    /// Objects the sync deleted that the API server no longer had (answered NotFound): not writes,
+    /// but the engine's view drops them at once rather than when the watch says so.
+    pub gone: Vec<Object>,
 }
 
 impl SyncRecord {
@@ -74,6 +77,7 @@ impl SyncRecord {
             dropped: false,
             slice_metrics: None,
             abandoned: false,
+            gone: Vec::new(),
         }
     }
 }
@@ -90,15 +94,19 @@ enum Prepared {
 
 pub(super) const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
 
-/// Records a sync's own slice writes in its controller's generation tracker.
-pub(super) fn track_own_writes(tracker: &EndpointSliceTracker, writes: &[AppliedWrite]) {
-    for w in writes {
+/// Records a sync's own slice writes, and the slices it found gone, in its controller's generation
+/// tracker.
+pub(super) fn track_own_writes(tracker: &EndpointSliceTracker, record: &SyncRecord) {
+    for w in &record.writes {
         if let Object::EndpointSlice(slice) = &w.object {
             match w.verb {
                 Verb::Delete => tracker.expect_deletion(slice),
                 Verb::Create | Verb::Update => tracker.update(slice),
             }
         }
+    }
+    for slice in record.gone.iter().filter_map(Object::as_slice) {
+        tracker.expect_deletion(slice);
     }
 }
 
@@ -197,7 +205,7 @@ impl Engine {
                         let record =
                             c.finish(&key, prepared, sink, &self.endpoints_store, at, &mut events);
                         self.events.lock().extend(events);
-                        self.observe_own_writes(&record.writes);
+                        self.observe_own_writes(&record);
                         record
                     }
                     None => SyncRecord::new(at, key, endpoints::ENDPOINTS_CONTROLLER),
@@ -208,9 +216,9 @@ impl Engine {
                         let record = c.finish(&key, prepared, sink, at, &mut events);
                         self.events.lock().extend(events);
                         if self.options.observe_writes {
-                            track_own_writes(&c.tracker, &record.writes);
+                            track_own_writes(&c.tracker, &record);
                         }
-                        self.observe_own_writes(&record.writes);
+                        self.observe_own_writes(&record);
                         record
                     }
                     None => SyncRecord::new(at, key, mirroring::MIRRORING_CONTROLLER),
@@ -429,20 +437,22 @@ impl Engine {
                 let outcome = apply_plan(sink, &mut plan);
                 metrics.applied(&outcome);
                 record.slice_metrics = Some(*metrics);
-                if self.options.observe_writes {
-                    track_own_writes(&self.slices, &outcome.records);
-                }
-                self.topology
-                    .write()
-                    .apply(&key.to_string(), &plan.topology_changes);
-                self.observe_own_writes(&outcome.records);
-                let mut events = plan.events;
                 let error = outcome.error_message();
                 record.abandoned = outcome
                     .per_type
                     .iter()
                     .any(|t| t.status == TypeStatus::NamespaceTerminating);
                 complete = error.is_none() && !record.abandoned;
+                record.writes = outcome.records;
+                record.gone = outcome.gone;
+                if self.options.observe_writes {
+                    track_own_writes(&self.slices, &record);
+                }
+                self.topology
+                    .write()
+                    .apply(&key.to_string(), &plan.topology_changes);
+                self.observe_own_writes(&record);
+                let mut events = plan.events;
                 if let Some(message) = &error {
                     record.outcome = SyncOutcome::Error;
                     events.push(Event::warning(
@@ -453,7 +463,6 @@ impl Engine {
                 self.events
                     .lock()
                     .extend(events.into_iter().map(|e| (key.clone(), e)));
-                record.writes = outcome.records;
                 error
             }
         };

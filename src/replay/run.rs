@@ -1,17 +1,19 @@
-//! The virtual-time loop: steps and queued syncs in time order, with no real waiting.
+//! The virtual-time loop: steps, faults and queued syncs in time order, with no real waiting.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::Step;
-use super::world::World;
-use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord, Violation};
+use super::faults::{FaultCounts, FaultProfile, Faults, FaultySink, Scheduled};
+use super::replicas::Replicas;
+use super::world::{World, collect_garbage};
+use crate::engine::{EngineOptions, EngineStats, SyncRecord, Violation};
 use crate::index::ServiceKey;
 use crate::model::Timestamp;
 use crate::queue::{Clock, VirtualClock};
 use crate::reconcile::Event;
 use crate::sink::memory::MemorySink;
-use crate::sink::{Object, Verb};
+use crate::sink::{Object, Sink, Verb};
 
 #[derive(Clone, Debug)]
 pub struct ReplayOptions {
@@ -20,8 +22,11 @@ pub struct ReplayOptions {
     pub keep_records: bool,
     /// Stop at this virtual time even if work remains.
     pub until: Option<Duration>,
-    /// Seed of generated names.
+    /// Seed of generated names and of faults.
     pub seed: u64,
+    /// The faults injected until the last step; then a resync, and the run goes on until
+    /// everything settles.
+    pub faults: FaultProfile,
 }
 
 impl Default for ReplayOptions {
@@ -31,6 +36,7 @@ impl Default for ReplayOptions {
             keep_records: true,
             until: None,
             seed: 0,
+            faults: FaultProfile::none(),
         }
     }
 }
@@ -43,6 +49,19 @@ pub struct TimedWrite {
     pub object: Object,
 }
 
+/// What the faults did, and how the engine came out of them.
+#[derive(Clone, Debug, Default)]
+pub struct FaultReport {
+    pub profile: &'static str,
+    pub counts: FaultCounts,
+    /// When faults stopped.
+    pub stopped_at: Duration,
+    /// After faults stopped, a resync and a drain: objects a full reconcile would still change.
+    pub unsettled: Vec<Violation>,
+    /// Writes to objects no controller of sliced manages.
+    pub unmanaged_writes: Vec<String>,
+}
+
 #[derive(Debug, Default)]
 pub struct ReplayResult {
     pub writes: Vec<TimedWrite>,
@@ -53,6 +72,8 @@ pub struct ReplayResult {
     pub stats: EngineStats,
     /// The first invariant violations found, when the engine checks them.
     pub violations: Vec<Violation>,
+    /// Present when faults were injected.
+    pub faults: Option<FaultReport>,
     /// Accepted writes by verb: create, update, delete.
     pub write_counts: [usize; 3],
     /// Wall-clock time of every sync.
@@ -81,23 +102,37 @@ pub fn replay_with_progress(
 ) -> ReplayResult {
     let started = Instant::now();
     let clock = Arc::new(VirtualClock::new());
-    let engine = Engine::new(
-        options.engine.clone(),
-        clock.clone() as Arc<dyn crate::queue::Clock>,
-    );
     let sink = MemorySink::new(options.seed);
     sink.set_logging(options.keep_records);
+    let faulty = (!options.faults.is_none())
+        .then(|| FaultySink::new(&sink, options.faults.clone(), options.seed));
+    let writes_to: &dyn Sink = match &faulty {
+        Some(faulty) => faulty,
+        None => &sink,
+    };
     let epoch = Timestamp::from_second(EPOCH_SECONDS).unwrap_or_default();
-    let mut world = World::new(epoch);
+    let mut world = World::new(epoch, options.faults.lists());
     let mut order: Vec<&Step> = steps.iter().collect();
     order.sort_by_key(|s| s.at); // stable: equal times keep file order
+    // Faults last as long as the steps (or until `until`).
+    let last_step = order.last().map_or(Duration::ZERO, |s| s.at);
+    let stop_at = options.until.map_or(last_step, |u| u.min(last_step));
+    let mut faults = Faults::new(options.faults.clone(), options.seed, stop_at);
+    let mut replicas = Replicas::new(
+        options.engine.clone(),
+        clock.clone(),
+        options.faults.clone(),
+        options.seed,
+    );
     let mut result = ReplayResult {
         steps: steps.len(),
         ..ReplayResult::default()
     };
+    let mut unmanaged: Vec<String> = Vec::new();
 
     let mut next = 0;
     let mut caches_listed = false;
+    let mut resynced = false;
     loop {
         let now = clock.now();
         sink.set_now(
@@ -105,22 +140,49 @@ pub fn replay_with_progress(
                 .checked_add(jiff::SignedDuration::try_from(now).unwrap_or_default())
                 .unwrap_or(epoch),
         );
+        if faulty.is_some() && !faults.is_stopped() && now >= stop_at {
+            faults.stop();
+            replicas.stop_faults();
+            if let Some(faulty) = &faulty {
+                faulty.stop_faults();
+            }
+        }
         let before = next;
         while next < order.len() && order[next].at <= now {
-            world.apply(&order[next].action, now, &engine, &sink);
+            let applied = world.apply(&order[next].action, now, &sink);
+            for change in &applied.events {
+                replicas.send(now, change, &mut faults.counts);
+            }
+            for (namespace, uid) in applied.garbage {
+                if faulty.is_some() {
+                    faults.collect_garbage_of(now, namespace, uid);
+                } else {
+                    for change in collect_garbage(&namespace, &uid, &sink) {
+                        replicas.send(now, &change, &mut faults.counts);
+                    }
+                }
+            }
             next += 1;
         }
         if next != before {
             progress(next, order.len());
         }
+        for change in faults.collect_due_garbage(now, &sink) {
+            replicas.send(now, &change, &mut faults.counts);
+        }
+        for fault in faults.take_due(now) {
+            inject(fault, now, &mut faults, &mut replicas, &world, &sink);
+        }
+        replicas.deliver_due(now);
         // The objects there at time zero are the caches' initial list.
         if !caches_listed {
-            engine.start();
+            replicas.leader().start();
             caches_listed = true;
         }
-        // A sync takes no virtual time: run everything ready now.
+        // A sync takes no virtual time, but slow writes do: the clock moves on after the batch.
+        let mut took = Duration::ZERO;
         loop {
-            let records = engine.sync_ready(&sink);
+            let records = replicas.leader().sync_ready(writes_to);
             if records.is_empty() {
                 break;
             }
@@ -140,21 +202,109 @@ pub fn replay_with_progress(
                     }));
                 result.syncs.extend(records);
             }
+            if let Some(faulty) = &faulty {
+                for change in faulty.take_echoes() {
+                    replicas.send(now, &change, &mut faults.counts);
+                }
+                took += faulty.take_time();
+                for (verb, namespace, name) in faulty.take_endpoints_writes() {
+                    // Endpoints of a Service with a selector are written; those of a Service
+                    // that is gone are deleted; nothing else.
+                    let allowed = match (verb, world.service_selects(&namespace, &name)) {
+                        (Verb::Delete, selects) => selects.is_none(),
+                        (_, selects) => selects == Some(true),
+                    };
+                    if !allowed {
+                        unmanaged.push(format!("{} Endpoints {namespace}/{name}", verb.as_str()));
+                    }
+                }
+                // Echoes at zero lag are due now.
+                replicas.deliver_due(now);
+            }
         }
-        let wake = [order.get(next).map(|s| s.at), engine.next_ready_at()]
-            .into_iter()
-            .flatten()
-            .min();
+        let mut wake = [
+            order.get(next).map(|s| s.at),
+            replicas.leader().next_ready_at(),
+            replicas.next_due(),
+            faults.next_due().filter(|_| faulty.is_some()),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
+        // After the faults, one resync (as the informers' periodic one), so that what others
+        // changed without queueing a sync is repaired too; then the run settles.
+        if wake.is_none() && faulty.is_some() && !resynced {
+            resynced = true;
+            faults.counts.resyncs += 1;
+            replicas.leader().resync();
+            wake = Some(now);
+        }
         match wake {
-            Some(t) if options.until.is_none_or(|u| t <= u) => clock.set(t.max(now)),
+            Some(t) if options.until.is_none_or(|u| t <= u) => {
+                clock.set(t.max(now + took));
+            }
             _ => break,
         }
     }
     result.ended_at = clock.now();
     result.objects = sink.objects();
-    result.events = engine.take_events();
-    result.stats = engine.stats();
-    result.violations = engine.take_violations();
+    result.events = replicas.take_events();
+    result.stats = replicas.stats();
+    result.violations = replicas.take_violations();
+    if let Some(faulty) = &faulty {
+        let mut counts = faults.counts.clone();
+        counts.add(&faulty.counts());
+        unmanaged.extend(faulty.unmanaged_writes());
+        result.faults = Some(FaultReport {
+            profile: options.faults.name,
+            counts,
+            stopped_at: stop_at,
+            unsettled: if replicas.is_settled() {
+                replicas.leader().check_all()
+            } else {
+                Vec::new()
+            },
+            unmanaged_writes: unmanaged,
+        });
+    }
     result.elapsed = started.elapsed();
     result
+}
+
+/// Carries out one scheduled fault.
+fn inject(
+    fault: Scheduled,
+    now: Duration,
+    faults: &mut Faults,
+    replicas: &mut Replicas,
+    world: &World,
+    sink: &MemorySink,
+) {
+    match fault {
+        Scheduled::Expire(kind) => {
+            faults.counts.watch_expiries += 1;
+            let lost = replicas.expire(kind, world, sink);
+            faults.counts.events_lost += lost as u64;
+        }
+        Scheduled::Act => {
+            let managed = |e: &crate::model::Endpoints| {
+                world.service_selects(&e.meta.namespace, &e.meta.name) == Some(true)
+            };
+            for change in faults.act(sink, &managed) {
+                replicas.send(now, &change, &mut faults.counts);
+            }
+        }
+        Scheduled::Resync => {
+            faults.counts.resyncs += 1;
+            replicas.leader().resync();
+        }
+        Scheduled::Restart => {
+            faults.counts.restarts += 1;
+            replicas.restart(world, sink);
+        }
+        Scheduled::LeaderChange => {
+            faults.counts.leader_changes += 1;
+            replicas.change_leader(world, sink);
+        }
+    }
 }

@@ -1,33 +1,49 @@
 //! The API server of a replay, for the kinds the controllers read: it assigns resourceVersions,
-//! bumps generations on spec changes, and garbage-collects the slices of deleted Services.
+//! bumps generations on spec changes, and garbage-collects the slices of deleted owners. It returns
+//! the watch events each change produces; the replay decides when the engine sees them.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ahash::RandomState;
-
-use crate::change::Change;
-use crate::engine::Engine;
-use crate::model::{Meta, Name, PodMeta, ResourceVersion, Service, Timestamp, Uid};
+use crate::change::{Change, ChangeKind};
+use crate::model::{Meta, Name, Node, Pod, PodMeta, ResourceVersion, Service, Timestamp, Uid};
 use crate::sink::memory::MemorySink;
 use crate::sink::{Kind, Object};
 
 use super::Action;
 
-/// Objects of the kinds the controllers only read, as the API server holds them.
+/// Objects of the kinds the controllers only read, as the API server holds them. Pods and
+/// namespaces are kept only when something will list them (a relist or a restart).
 pub(super) struct World {
     revision: u64,
-    services: HashMap<(Name, Name), Service, RandomState>,
+    // Ordered maps: a list returns objects in the same order on every run.
+    services: BTreeMap<(Name, Name), Service>,
+    nodes: BTreeMap<Name, Node>,
+    namespaces: BTreeMap<Name, bool>,
+    pods: Option<BTreeMap<(Name, Name), Pod>>,
     /// Virtual time zero, as a wall-clock time for creationTimestamps the steps do not give.
     epoch: Timestamp,
 }
 
+/// What one step did: the watch events it produced, and the owners whose dependents the garbage
+/// collector is to delete.
+#[derive(Default)]
+pub(super) struct Applied {
+    pub events: Vec<Change>,
+    /// (namespace, owner uid).
+    pub garbage: Vec<(Name, Name)>,
+}
+
 impl World {
-    pub(super) fn new(epoch: Timestamp) -> World {
+    /// `keep_pods`: keep every pod, so that pods can be listed.
+    pub(super) fn new(epoch: Timestamp, keep_pods: bool) -> World {
         World {
             revision: 0,
-            services: HashMap::default(),
+            services: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+            namespaces: BTreeMap::new(),
+            pods: keep_pods.then(BTreeMap::new),
             epoch,
         }
     }
@@ -64,29 +80,32 @@ impl World {
         }
     }
 
-    /// Carries out one step's action against the API server, and delivers the resulting watch
-    /// events to the engine.
-    pub(super) fn apply(
-        &mut self,
-        action: &Action,
-        at: Duration,
-        engine: &Engine,
-        sink: &MemorySink,
-    ) {
+    /// Whether a Service of this namespace and name exists, and has a selector.
+    pub(super) fn service_selects(&self, namespace: &str, name: &str) -> Option<bool> {
+        self.services
+            .get(&(Name::from(namespace), Name::from(name)))
+            .map(|s| s.selector.is_some())
+    }
+
+    /// Carries out one step's action against the API server.
+    pub(super) fn apply(&mut self, action: &Action, at: Duration, sink: &MemorySink) -> Applied {
         match action {
-            Action::Apply(change) => self.apply_object(change, at, engine, sink),
-            Action::Delete(change) => self.delete_object(change, engine, sink),
+            Action::Apply(change) => self.apply_object(change, at, sink),
+            Action::Delete(change) => self.delete_object(change, sink),
             Action::Fail {
                 verb,
                 kind,
                 error,
                 times,
-            } => sink.fail_next(*verb, *kind, error.clone(), *times),
+            } => {
+                sink.fail_next(*verb, *kind, error.clone(), *times);
+                Applied::default()
+            }
         }
     }
 
-    fn apply_object(&mut self, change: &Change, at: Duration, engine: &Engine, sink: &MemorySink) {
-        match change {
+    fn apply_object(&mut self, change: &Change, at: Duration, sink: &MemorySink) -> Applied {
+        let event = match change {
             Change::Service(service) => {
                 let mut service = service.clone();
                 let key = (service.meta.namespace.clone(), service.meta.name.clone());
@@ -96,77 +115,158 @@ impl World {
                     Some(old) => old.meta.generation + i64::from(!same_spec(old, &service)),
                 };
                 self.services.insert(key, service.clone());
-                engine.handle(&Change::Service(service));
+                Some(Change::Service(service))
             }
             Change::Pod(pod) => {
                 let mut pod = pod.clone();
                 self.stamp_pod(&mut pod.meta, at);
-                engine.handle(&Change::Pod(pod));
+                if let Some(pods) = &mut self.pods {
+                    let key = (pod.meta.namespace.clone(), pod.meta.name.clone());
+                    pods.insert(key, pod.clone());
+                }
+                Some(Change::Pod(pod))
+            }
+            Change::Node(node) => {
+                self.nodes.insert(node.name.clone(), node.clone());
+                Some(change.clone())
             }
             Change::Namespace(ns) => {
                 sink.set_namespace_terminating(&ns.name, ns.terminating);
-                engine.handle(change);
+                self.namespaces.insert(ns.name.clone(), ns.terminating);
+                Some(change.clone())
             }
+            // An edit by someone else: the API server stores it, the watch delivers it.
             Change::EndpointSlice(slice) => {
-                // An edit by someone else: the API server stores it, the watch delivers it.
-                if let Ok(Object::EndpointSlice(stored)) =
-                    sink.apply_external(Object::EndpointSlice(Arc::clone(slice)))
-                {
-                    engine.handle(&Change::EndpointSlice(stored));
+                match sink.apply_external(Object::EndpointSlice(Arc::clone(slice))) {
+                    Ok(Object::EndpointSlice(stored)) => Some(Change::EndpointSlice(stored)),
+                    _ => None,
                 }
             }
             Change::Endpoints(endpoints) => {
-                if let Ok(Object::Endpoints(stored)) =
-                    sink.apply_external(Object::Endpoints(Arc::clone(endpoints)))
-                {
-                    engine.handle(&Change::Endpoints(stored));
+                match sink.apply_external(Object::Endpoints(Arc::clone(endpoints))) {
+                    Ok(Object::Endpoints(stored)) => Some(Change::Endpoints(stored)),
+                    _ => None,
                 }
             }
-            other => engine.handle(other),
+            other => Some(other.clone()),
+        };
+        Applied {
+            events: event.into_iter().collect(),
+            garbage: Vec::new(),
         }
     }
 
-    fn delete_object(&mut self, change: &Change, engine: &Engine, sink: &MemorySink) {
+    fn delete_object(&mut self, change: &Change, sink: &MemorySink) -> Applied {
+        let mut applied = Applied::default();
         match change {
             Change::ServiceDeleted { namespace, name } => {
                 let Some(service) = self.services.remove(&(namespace.clone(), name.clone())) else {
-                    return;
+                    return applied;
                 };
-                engine.handle(change);
-                collect_garbage(namespace, &service.meta.uid, engine, sink);
+                applied.events.push(change.clone());
+                applied
+                    .garbage
+                    .push((namespace.clone(), service.meta.uid.clone()));
             }
             Change::EndpointSliceDeleted { namespace, name } => {
                 if sink
                     .remove_external(Kind::EndpointSlice, namespace, name)
                     .is_some()
                 {
-                    engine.handle(change);
+                    applied.events.push(change.clone());
                 }
             }
             Change::EndpointsDeleted {
                 namespace, name, ..
             } => {
                 if let Some(gone) = sink.remove_external(Kind::Endpoints, namespace, name) {
-                    engine.handle(change);
+                    let uid = gone.meta().uid.clone();
+                    applied.events.push(Change::EndpointsDeleted {
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                        uid: uid.clone(),
+                    });
                     // Mirrored slices are owned by their Endpoints.
-                    collect_garbage(namespace, &gone.meta().uid, engine, sink);
+                    applied.garbage.push((namespace.clone(), uid));
                 }
+            }
+            Change::PodDeleted { namespace, name } => {
+                if let Some(pods) = &mut self.pods {
+                    pods.remove(&(namespace.clone(), name.clone()));
+                }
+                applied.events.push(change.clone());
+            }
+            Change::NodeDeleted { name } => {
+                self.nodes.remove(name);
+                applied.events.push(change.clone());
             }
             Change::NamespaceDeleted { name } => {
                 sink.set_namespace_terminating(name, false);
-                engine.handle(change);
+                self.namespaces.remove(name);
+                applied.events.push(change.clone());
             }
-            other => engine.handle(other),
+            other => applied.events.push(other.clone()),
+        }
+        applied
+    }
+
+    /// Every object of `kind` as a list returns it, as watch events (applies).
+    pub(super) fn list(&self, kind: ChangeKind, sink: &MemorySink) -> Vec<Change> {
+        match kind {
+            ChangeKind::Service => self
+                .services
+                .values()
+                .map(|s| Change::Service(s.clone()))
+                .collect(),
+            ChangeKind::Pod => self
+                .pods
+                .iter()
+                .flat_map(|pods| pods.values())
+                .map(|p| Change::Pod(p.clone()))
+                .collect(),
+            ChangeKind::Node => self
+                .nodes
+                .values()
+                .map(|n| Change::Node(n.clone()))
+                .collect(),
+            ChangeKind::Namespace => self
+                .namespaces
+                .iter()
+                .map(|(name, &terminating)| {
+                    Change::Namespace(crate::model::Namespace {
+                        name: name.clone(),
+                        terminating,
+                    })
+                })
+                .collect(),
+            ChangeKind::EndpointSlice | ChangeKind::Endpoints => sink
+                .objects()
+                .into_iter()
+                .filter_map(|o| match o {
+                    Object::EndpointSlice(s) if kind == ChangeKind::EndpointSlice => {
+                        Some(Change::EndpointSlice(s))
+                    }
+                    Object::Endpoints(e) if kind == ChangeKind::Endpoints => {
+                        Some(Change::Endpoints(e))
+                    }
+                    _ => None,
+                })
+                .collect(),
         }
     }
 }
 
 /// The garbage collector: the slices owned by a deleted object go too, and the watch tells the
 /// engine. These are not the controllers' writes.
-fn collect_garbage(namespace: &Name, owner_uid: &Name, engine: &Engine, sink: &MemorySink) {
+pub(super) fn collect_garbage(
+    namespace: &Name,
+    owner_uid: &Name,
+    sink: &MemorySink,
+) -> Vec<Change> {
     if owner_uid.is_empty() {
-        return;
+        return Vec::new();
     }
+    let mut events = Vec::new();
     for object in sink.objects() {
         let Object::EndpointSlice(slice) = &object else {
             continue;
@@ -177,12 +277,13 @@ fn collect_garbage(namespace: &Name, owner_uid: &Name, engine: &Engine, sink: &M
                 .remove_external(Kind::EndpointSlice, namespace, &slice.meta.name)
                 .is_some()
         {
-            engine.handle(&Change::EndpointSliceDeleted {
+            events.push(Change::EndpointSliceDeleted {
                 namespace: namespace.clone(),
                 name: slice.meta.name.clone(),
             });
         }
     }
+    events
 }
 
 /// Equal but for metadata: the API server's rule for bumping a Service's generation.

@@ -5,7 +5,8 @@
 //! failure ends that address type (upstream returns from `finalize`) but the next address type
 //! still runs. A create refused because the namespace is terminating ends the address type without
 //! an error. Slices of unsupported address types are deleted last, every one attempted. A delete
-//! answered NotFound counts as done but, as upstream, is neither recorded nor counted.
+//! answered NotFound counts as done but, as upstream, is neither recorded nor counted; the object is
+//! listed in `gone`, so that the caller's view drops it before the watch says so.
 
 use super::{Object, Sink, Verb, WriteError};
 use crate::model::AddressType;
@@ -43,6 +44,8 @@ pub struct TypeOutcome {
 pub struct ApplyOutcome {
     /// Accepted writes, in the order they were made.
     pub records: Vec<AppliedWrite>,
+    /// Objects the plan deleted that the server no longer had (answered NotFound).
+    pub gone: Vec<Object>,
     /// Write errors in order, then the plan's own sync errors.
     pub errors: Vec<String>,
     /// One entry per `plan.per_type`, in order.
@@ -172,7 +175,10 @@ fn delete(sink: &dyn Sink, object: Object, out: &mut ApplyOutcome) -> Result<(),
             out.record(Verb::Delete, object);
             Ok(())
         }
-        Err(e) if e.is_not_found() => Ok(()),
+        Err(e) if e.is_not_found() => {
+            out.gone.push(object);
+            Ok(())
+        }
         Err(e) => Err(e),
     }
 }

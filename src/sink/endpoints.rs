@@ -23,6 +23,8 @@ pub struct EndpointsOutcome {
     pub events: Vec<Event>,
     /// The create met a terminating namespace and was dropped without an error.
     pub abandoned: bool,
+    /// The object the plan deleted, when the server no longer had it (answered NotFound).
+    pub gone: Option<Object>,
 }
 
 impl EndpointsOutcome {
@@ -72,7 +74,7 @@ pub fn apply_endpoints_plan(sink: &dyn Sink, plan: EndpointsPlan) -> EndpointsOu
         },
         Verb::Delete => match sink.delete(&object) {
             Ok(()) => out.record = Some(applied(Verb::Delete, object)),
-            Err(e) if e.is_not_found() => {}
+            Err(e) if e.is_not_found() => out.gone = Some(object),
             Err(e) => {
                 out.error = Some(format!(
                     "failed to delete Endpoints for Service {service}: {e}"
@@ -160,9 +162,18 @@ mod tests {
     fn deleting_what_is_not_there_is_done() {
         let sink = MemorySink::new(1);
         let plan = sync_deleted(&intern("default"), &intern("web"));
+        // Done, with no write and no error; the object is reported gone for the caller's view.
+        let missing = apply_endpoints_plan(&sink, plan.clone());
         assert_eq!(
-            apply_endpoints_plan(&sink, plan.clone()),
-            EndpointsOutcome::default()
+            missing,
+            EndpointsOutcome {
+                gone: missing.gone.clone(),
+                ..EndpointsOutcome::default()
+            }
+        );
+        assert_eq!(
+            missing.gone.as_ref().map(|o| o.meta().name.as_str()),
+            Some("web")
         );
         let created = apply_endpoints_plan(&sink, create_plan("default"));
         assert!(created.record.is_some());

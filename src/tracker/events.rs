@@ -46,12 +46,21 @@ pub fn on_slice_add(
 /// - the service-name label changed: queue the new service, then the old one;
 /// - otherwise queue the service when the managed-by label moved to or from this controller, or
 ///   when the slice is ours and news to the tracker.
+///
+/// Unlike upstream, a slice replaced by another object of the same name (another uid, as a relist
+/// shows when the watch missed the deletion) counts as the old one's deletion and the new one's
+/// creation: upstream keeps expecting the old uid, and its service then stays stale for ever.
 pub fn on_slice_update(
     tracker: &EndpointSliceTracker,
     old: &EndpointSlice,
     new: &EndpointSlice,
 ) -> Queued {
     let mut queued = Queued::new();
+    if old.meta.uid != new.meta.uid {
+        queued.extend(on_slice_delete(tracker, old).transpose());
+        queued.extend(on_slice_add(tracker, new).transpose());
+        return queued;
+    }
     if new.service_name() != old.service_name() {
         queued.push(service_of_slice(new));
         queued.push(service_of_slice(old));
