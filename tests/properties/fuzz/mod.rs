@@ -4,7 +4,7 @@
 //! it read, run again on its own result, writes nothing.
 //!
 //! CI runs a few hundred cases per target. For a longer run after changing the core:
-//! `PROPTEST_CASES=200000 cargo test --release --test fuzz` (see perf/README.md).
+//! `PROPTEST_CASES=200000 cargo test --release --test properties fuzz` (see perf/README.md).
 
 mod corpus;
 mod decoders;
