@@ -41,6 +41,11 @@ fn drain(engine: &Engine, sink: &MemorySink, metrics: &Metrics) -> Vec<(Verb, Ki
             engine.take_violations()
         );
         if records.is_empty() {
+            // With nothing left to do, every service holds what a full reconcile gives.
+            if engine.is_idle() {
+                let unsettled = engine.check_all();
+                assert!(unsettled.is_empty(), "{unsettled:?}");
+            }
             return writes;
         }
         metrics.observe_syncs(&records);

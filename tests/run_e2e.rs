@@ -258,7 +258,7 @@ async fn a_terminating_namespace_gets_no_creates_and_no_retry_storm() {
         .unwrap();
     fake.terminate_namespace("doomed").unwrap();
     let running = start(&fake, options());
-    settle(&fake, &running).await;
+    run_harness::settle_leaving(&fake, &running, &["doomed/web"]).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(fake.list("endpointslices", "doomed").is_empty());
     let attempts = fake

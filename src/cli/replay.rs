@@ -145,6 +145,7 @@ pub fn invariant_summary(r: &ReplayResult, checked: bool) -> Value {
         "checks": r.stats.invariant_checks,
         "violations": r.stats.invariant_violations,
         "first": r.violations.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "unsettled": r.unsettled.as_ref().map(|u| u.iter().map(ToString::to_string).collect::<Vec<_>>()),
     })
 }
 
@@ -168,7 +169,6 @@ pub fn fault_summary(r: &ReplayResult) -> Value {
         "relists": report.counts.watch_expiries,
         "restarts_survived": report.counts.restarts,
         "leader_changes_survived": report.counts.leader_changes,
-        "unsettled": report.unsettled.iter().map(ToString::to_string).collect::<Vec<_>>(),
         "unmanaged_writes": report.unmanaged_writes,
     })
 }

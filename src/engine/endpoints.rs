@@ -273,15 +273,16 @@ impl EndpointsController {
                 Some(STALE_MESSAGE.to_string())
             }
             Prepared::Plan(plan) => {
-                let before = store.get(key).map(|e| e.meta.resource_version.clone());
+                let before = store.get(key);
                 let outcome = apply_endpoints_plan(sink, plan);
                 events.extend(outcome.events.into_iter().map(|e| (key.clone(), e)));
                 if let Some(write) = outcome.record {
                     if let (Verb::Update, Object::Endpoints(stored)) = (&write.verb, &write.object)
-                        && let Some(before) = before
-                        && before != stored.meta.resource_version
+                        && let Some(before) = &before
+                        && before.meta.resource_version != stored.meta.resource_version
                     {
-                        self.stale_versions.insert(key.clone(), before);
+                        self.stale_versions
+                            .insert(key.clone(), before.meta.resource_version.clone());
                     }
                     record.writes.push(write);
                 }
@@ -289,7 +290,13 @@ impl EndpointsController {
                     record.outcome = SyncOutcome::Error;
                 }
                 record.abandoned = outcome.abandoned;
-                record.gone.extend(outcome.gone);
+                // The delete names no uid; what is gone is the object held when the sync began,
+                // and not a newer one that may have come since.
+                if outcome.gone.is_some()
+                    && let Some(held) = before
+                {
+                    record.gone.push(Object::Endpoints(held));
+                }
                 outcome.error
             }
         };

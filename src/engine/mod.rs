@@ -350,7 +350,7 @@ impl Engine {
             }
             Change::EndpointSlice(slice) => self.slice_stored(Arc::clone(slice), Origin::Watch),
             Change::EndpointSliceDeleted { namespace, name } => {
-                self.slice_deleted(namespace, name, Origin::Watch);
+                self.slice_deleted(namespace, name, None, Origin::Watch);
             }
             Change::Endpoints(endpoints) => {
                 let old = self.endpoints_store.insert(Arc::clone(endpoints));
@@ -549,7 +549,16 @@ impl Engine {
         }
     }
 
-    fn slice_deleted(&self, namespace: &str, name: &str, origin: Origin) {
+    /// A slice deleted: by name as a watch tells it, or as the engine's own write deleted one of
+    /// a known uid (which leaves alone a newer slice of the same name).
+    fn slice_deleted(&self, namespace: &str, name: &str, uid: Option<&Name>, origin: Origin) {
+        if let Some(uid) = uid.filter(|u| !u.is_empty())
+            && self
+                .stored_slice(namespace, name)
+                .is_some_and(|held| !held.meta.uid.is_empty() && held.meta.uid != *uid)
+        {
+            return;
+        }
         if let Some(controller) = &self.mirroring {
             controller.slice_deleted(namespace, name);
         }
@@ -591,7 +600,12 @@ impl Engine {
         }
         let deleted = |object: &Object| match object {
             Object::EndpointSlice(s) => {
-                self.slice_deleted(&s.meta.namespace, &s.meta.name, Origin::OwnWrite);
+                self.slice_deleted(
+                    &s.meta.namespace,
+                    &s.meta.name,
+                    Some(&s.meta.uid),
+                    Origin::OwnWrite,
+                );
             }
             Object::Endpoints(e) => self.handle(&Change::EndpointsDeleted {
                 namespace: e.meta.namespace.clone(),

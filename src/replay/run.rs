@@ -56,8 +56,6 @@ pub struct FaultReport {
     pub counts: FaultCounts,
     /// When faults stopped.
     pub stopped_at: Duration,
-    /// After faults stopped, a resync and a drain: objects a full reconcile would still change.
-    pub unsettled: Vec<Violation>,
     /// Writes to objects no controller of sliced manages.
     pub unmanaged_writes: Vec<String>,
 }
@@ -72,6 +70,10 @@ pub struct ReplayResult {
     pub stats: EngineStats,
     /// The first invariant violations found, when the engine checks them.
     pub violations: Vec<Violation>,
+    /// Once the queues drained (after faults, a resync and a drain), the objects a full reconcile
+    /// would still change: `None` unless the engine checks invariants or faults were injected, or
+    /// when `until` cut the run short.
+    pub unsettled: Option<Vec<Violation>>,
     /// Present when faults were injected.
     pub faults: Option<FaultReport>,
     /// Accepted writes by verb: create, update, delete.
@@ -251,6 +253,12 @@ pub fn replay_with_progress(
     result.events = replicas.take_events();
     result.stats = replicas.stats();
     result.violations = replicas.take_violations();
+    let drained = replicas.is_settled()
+        && replicas.leader().is_idle()
+        && options.until.is_none_or(|u| result.ended_at < u);
+    if drained && (options.engine.check_invariants || faulty.is_some()) {
+        result.unsettled = Some(replicas.leader().check_all());
+    }
     if let Some(faulty) = &faulty {
         let mut counts = faults.counts.clone();
         counts.add(&faulty.counts());
@@ -259,11 +267,6 @@ pub fn replay_with_progress(
             profile: options.faults.name,
             counts,
             stopped_at: stop_at,
-            unsettled: if replicas.is_settled() {
-                replicas.leader().check_all()
-            } else {
-                Vec::new()
-            },
             unmanaged_writes: unmanaged,
         });
     }

@@ -86,8 +86,9 @@ pub fn check(run: &Run, max: usize) -> Result<(), String> {
     if !report.unmanaged_writes.is_empty() {
         return Err(format!("unmanaged writes: {:?}", report.unmanaged_writes));
     }
-    if !report.unsettled.is_empty() {
-        return Err(format!("unsettled: {:?}", report.unsettled));
+    match &r.unsettled {
+        Some(unsettled) if unsettled.is_empty() => {}
+        other => return Err(format!("unsettled: {other:?}")),
     }
     let slices: Vec<&EndpointSlice> = r.objects.iter().filter_map(|o| o.as_slice()).collect();
     let (observed, broken) = model::observed_slices(&slices, &run.final_state.services, max);

@@ -20,11 +20,19 @@ fn simulate(events: &str, args: &[&str]) -> Value {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let file = dir.join(format!("{:x}.yaml", fxhash(events)));
     std::fs::write(&file, events).expect("write events");
+    let flags: Vec<&str> = match args.iter().position(|a| *a == UNSETTLED) {
+        Some(i) => args[..i]
+            .iter()
+            .chain(args.iter().skip(i + 2))
+            .copied()
+            .collect(),
+        None => args.to_vec(),
+    };
     let out = Command::new(env!("CARGO_BIN_EXE_sliced"))
         .args(["simulate", "-o", "json", "--check-invariants", "--events"])
         .arg(&file)
         .args(only_slices)
-        .args(args)
+        .args(&flags)
         .output()
         .expect("run sliced");
     assert!(
@@ -38,8 +46,28 @@ fn simulate(events: &str, args: &[&str]) -> Value {
     let invariant = &out["summary"]["invariant"];
     assert!(invariant["checks"].is_u64(), "not checked: {invariant}");
     assert_eq!(invariant["violations"], 0, "{invariant}");
+    // Once the queues drained, every service holds what a full reconcile gives, unless the test
+    // says which may not (a key dropped after its retries, a namespace being terminated).
+    let unsettled: Vec<&str> = invariant["unsettled"]
+        .as_array()
+        .map(|u| u.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let allowed = args
+        .iter()
+        .position(|a| *a == UNSETTLED)
+        .and_then(|i| args.get(i + 1));
+    assert!(
+        unsettled
+            .iter()
+            .all(|u| allowed.is_some_and(|a| u.contains(a))),
+        "unsettled: {unsettled:?}"
+    );
     out
 }
+
+/// Not a flag of `sliced`: `[UNSETTLED, "ns/name"]` in a test's arguments names the one service
+/// that may be left unsettled once the queues drain.
+const UNSETTLED: &str = "--test-may-leave-unsettled";
 
 fn fxhash(s: &str) -> u64 {
     s.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
@@ -190,7 +218,8 @@ fn a_service_is_dropped_after_fifteen_retries() {
         "- at: 0s\n  fail: {{verb: create, kind: EndpointSlice, status: 503, times: 100}}\n{}",
         cluster(1)
     );
-    let out = simulate(&events, &[]);
+    // Dropped after its retries, the service keeps no slice until its next event.
+    let out = simulate(&events, &[UNSETTLED, "default/web"]);
     let syncs = syncs_of(&out, "default/web");
     // The first sync and 15 retries, then the key is forgotten.
     assert_eq!(syncs.len(), 16);
@@ -282,7 +311,8 @@ fn a_terminating_namespace_drops_creates_without_error() {
         "- at: 0s\n  fail: {{verb: create, kind: EndpointSlice, status: 403, reason: NamespaceTerminating, times: 1}}\n{}",
         cluster(1)
     );
-    let out = simulate(&events, &[]);
+    // The create was dropped, as upstream drops it: nothing is due until the namespace goes.
+    let out = simulate(&events, &[UNSETTLED, "default/web"]);
     let syncs = syncs_of(&out, "default/web");
     assert_eq!(syncs.len(), 1);
     assert_eq!(syncs[0]["result"], "success");

@@ -121,7 +121,24 @@ pub async fn http_get(address: std::net::SocketAddr, path: &str) -> (u16, String
 /// Waits until the run has synced, its queues are idle and the fake has seen no slice or
 /// Endpoints write for a while: the cluster has settled.
 pub async fn settle(fake: &FakeApiServer, running: &Running) {
+    settle_leaving(fake, running, &[]).await;
+}
+
+/// [`settle`], where the services named ("namespace/name") may be left as they are: their writes
+/// were dropped on purpose (creates into a terminating namespace).
+pub async fn settle_leaving(fake: &FakeApiServer, running: &Running, may_leave: &[&str]) {
     wait_quiet(fake, running, true).await;
+    // Settled, every service holds what a full reconcile of the engine's view gives (in dry-run
+    // mode that view is the cluster, which nothing changes).
+    let engine = &running.state.engine;
+    if engine.options().observe_writes {
+        let unsettled: Vec<_> = engine
+            .check_all()
+            .into_iter()
+            .filter(|v| !may_leave.contains(&v.service.to_string().as_str()))
+            .collect();
+        assert!(unsettled.is_empty(), "unsettled: {unsettled:?}");
+    }
 }
 
 /// Waits until a replica that does not lead (its queue holds work it may not do) has filled its
