@@ -79,6 +79,11 @@ pub struct RunArgs {
     /// How often shadow mode logs its summary.
     #[arg(long, default_value = "1m", value_parser = duration_arg)]
     dry_run_summary_interval: Duration,
+    /// Every Service is synced again at a random time between this period and twice it, as
+    /// kube-controller-manager's informers resync: it repairs what others changed without an
+    /// event that queues a sync (an untracked slice deleted). 0s never resyncs.
+    #[arg(long, default_value = "12h", value_parser = duration_arg)]
+    min_resync_period: Duration,
 }
 
 /// This replica's name: the pod's (POD_NAME, else the host name), with a random suffix so that a
@@ -157,6 +162,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }),
         dry_run: args.dry_run,
         dry_run_summary_interval: args.dry_run_summary_interval,
+        min_resync_period: args.min_resync_period,
         identity,
         ..RunOptions::default()
     };

@@ -44,6 +44,9 @@ pub struct RunOptions {
     pub reporting_controller: String,
     /// This replica's name in events and the lease.
     pub identity: String,
+    /// `--min-resync-period`: every Service synced again after a random time between this and
+    /// twice this; zero never.
+    pub min_resync_period: Duration,
 }
 
 impl Default for RunOptions {
@@ -58,6 +61,7 @@ impl Default for RunOptions {
             page_size: 500,
             reporting_controller: "sliced".to_string(),
             identity: "sliced".to_string(),
+            min_resync_period: Duration::from_secs(12 * 3600),
         }
     }
 }
@@ -207,6 +211,7 @@ pub async fn run(
         events: events_tx,
         metrics: Arc::clone(&state.metrics),
         health: Arc::clone(&state.health),
+        resync: Resync::new(options.min_resync_period, &options.identity),
     };
     // Dropped when the thread ends, however it ends.
     let (done_tx, engine_done) = tokio::sync::oneshot::channel::<()>();
@@ -319,6 +324,48 @@ struct EngineLoop {
     events: mpsc::UnboundedSender<(ServiceKey, Option<String>, Event)>,
     metrics: Arc<Metrics>,
     health: Arc<HttpState>,
+    resync: Resync,
+}
+
+/// When the next informer-style resync is due: a random time between the period and twice it,
+/// drawn again after each, as client-go's reflectors spread their resyncs.
+struct Resync {
+    period: Duration,
+    next: Option<std::time::Instant>,
+    rng: crate::sim::Rng,
+}
+
+impl Resync {
+    fn new(period: Duration, identity: &str) -> Resync {
+        let seed = identity.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+        let mut resync = Resync {
+            period,
+            next: None,
+            rng: crate::sim::Rng::new(seed),
+        };
+        resync.schedule();
+        resync
+    }
+
+    fn schedule(&mut self) {
+        self.next = (!self.period.is_zero()).then(|| {
+            let jitter = self.period.mul_f64(self.rng.unit());
+            std::time::Instant::now() + self.period + jitter
+        });
+    }
+
+    /// Whether a resync is due now; if so, the next one is scheduled.
+    fn due(&mut self) -> bool {
+        match self.next {
+            Some(at) if std::time::Instant::now() >= at => {
+                self.schedule();
+                true
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The longest the loop sleeps without looking at the stop flag.
@@ -365,6 +412,10 @@ impl EngineLoop {
                 self.synced.store(true, Ordering::SeqCst);
                 self.health.set_ready(true);
                 tracing::info!("caches synced: reconciling");
+            }
+            if started && self.resync.due() {
+                tracing::info!("resync: every Service queued again");
+                self.engine.resync();
             }
             if started && self.gate.is_open() {
                 let records = self.engine.sync_ready(self.sink.as_ref());

@@ -1,10 +1,12 @@
 //! `sliced run` end to end against an in-process fake API server: after every scenario the slices
 //! and Endpoints in the fake equal what `sliced reconcile` computes from the same objects.
 
-#[path = "support/fake_api/mod.rs"]
+#[path = "../support/fake_api/mod.rs"]
 mod fake_api;
-#[path = "support/run_harness.rs"]
+#[path = "../support/run_harness.rs"]
 mod run_harness;
+
+mod resync;
 
 use std::time::{Duration, Instant};
 
