@@ -189,9 +189,16 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     }
     let peak = peak_resident_bytes();
 
-    // The oracle: the final state, reconciled afresh from nothing.
-    let mut final_state = snapshot.clone();
-    sim::apply_all(&mut final_state, trace.iter().map(|s| &s.change));
+    // The oracle: the final state (as the API server holds it, when others may have changed it),
+    // reconciled afresh from nothing.
+    let final_state = match result.final_state.clone() {
+        Some(state) => state,
+        None => {
+            let mut state = snapshot.clone();
+            sim::apply_all(&mut state, trace.iter().map(|s| &s.change));
+            state
+        }
+    };
     let options_fresh = sliced::reconcile::Options {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
         prefer_same_traffic_distribution: false,

@@ -76,6 +76,9 @@ pub struct ReplayResult {
     pub unsettled: Option<Vec<Violation>>,
     /// Present when faults were injected.
     pub faults: Option<FaultReport>,
+    /// The Services, Pods, Nodes and Namespaces at the end, as the API server holds them (others
+    /// may have recreated Services): kept when faults relist or restart.
+    pub final_state: Option<crate::snapshot::Snapshot>,
     /// Accepted writes by verb: create, update, delete.
     pub write_counts: [usize; 3],
     /// Wall-clock time of every sync.
@@ -173,7 +176,7 @@ pub fn replay_with_progress(
             replicas.send(now, &change, &mut faults.counts);
         }
         for fault in faults.take_due(now) {
-            inject(fault, now, &mut faults, &mut replicas, &world, &sink);
+            inject(fault, now, &mut faults, &mut replicas, &mut world, &sink);
         }
         replicas.deliver_due(now);
         // The objects there at time zero are the caches' initial list.
@@ -210,13 +213,9 @@ pub fn replay_with_progress(
                 }
                 took += faulty.take_time();
                 for (verb, namespace, name) in faulty.take_endpoints_writes() {
-                    // Endpoints of a Service with a selector are written; those of a Service
-                    // that is gone are deleted; nothing else.
-                    let allowed = match (verb, world.service_selects(&namespace, &name)) {
-                        (Verb::Delete, selects) => selects.is_none(),
-                        (_, selects) => selects == Some(true),
-                    };
-                    if !allowed {
+                    // The Endpoints of a Service without a selector are its owner's (mirroring
+                    // reads them); the engine, whose view may lag, may write any other.
+                    if world.service_selects(&namespace, &name) == Some(false) {
                         unmanaged.push(format!("{} Endpoints {namespace}/{name}", verb.as_str()));
                     }
                 }
@@ -250,6 +249,7 @@ pub fn replay_with_progress(
     }
     result.ended_at = clock.now();
     result.objects = sink.objects();
+    result.final_state = world.snapshot();
     result.events = replicas.take_events();
     result.stats = replicas.stats();
     result.violations = replicas.take_violations();
@@ -280,7 +280,7 @@ fn inject(
     now: Duration,
     faults: &mut Faults,
     replicas: &mut Replicas,
-    world: &World,
+    world: &mut World,
     sink: &MemorySink,
 ) {
     match fault {
@@ -295,6 +295,17 @@ fn inject(
             };
             for change in faults.act(sink, &managed) {
                 replicas.send(now, &change, &mut faults.counts);
+            }
+        }
+        Scheduled::RecreateService(pick) => {
+            if let Some(applied) = world.recreate_service(pick, now, sink) {
+                faults.counts.services_recreated += 1;
+                for change in &applied.events {
+                    replicas.send(now, change, &mut faults.counts);
+                }
+                for (namespace, uid) in applied.garbage {
+                    faults.collect_garbage_of(now, namespace, uid);
+                }
             }
         }
         Scheduled::Resync => {

@@ -210,6 +210,45 @@ impl World {
         applied
     }
 
+    /// Someone deletes the `pick`-th Service (modulo their number, in name order) and at once
+    /// creates it again: the same spec, a new uid. `None` when there is no Service.
+    pub(super) fn recreate_service(
+        &mut self,
+        pick: usize,
+        at: Duration,
+        sink: &MemorySink,
+    ) -> Option<Applied> {
+        let n = self.services.len();
+        let (key, service) = self.services.iter().nth(pick.checked_rem(n)?)?;
+        let (namespace, name) = key.clone();
+        let mut again = service.clone();
+        again.meta.uid = Name::default();
+        again.meta.creation_timestamp = None;
+        let mut applied = self.delete_object(&Change::ServiceDeleted { namespace, name }, sink);
+        let created = self.apply_object(&Change::Service(again), at, sink);
+        applied.events.extend(created.events);
+        Some(applied)
+    }
+
+    /// The objects the controllers read as they are now, when pods are kept.
+    pub(super) fn snapshot(&self) -> Option<crate::snapshot::Snapshot> {
+        let pods = self.pods.as_ref()?;
+        Some(crate::snapshot::Snapshot {
+            services: self.services.values().cloned().collect(),
+            pods: pods.values().cloned().collect(),
+            nodes: self.nodes.values().cloned().collect(),
+            namespaces: self
+                .namespaces
+                .iter()
+                .map(|(name, &terminating)| crate::model::Namespace {
+                    name: name.clone(),
+                    terminating,
+                })
+                .collect(),
+            ..crate::snapshot::Snapshot::default()
+        })
+    }
+
     /// Every object of `kind` as a list returns it, as watch events (applies).
     pub(super) fn list(&self, kind: ChangeKind, sink: &MemorySink) -> Vec<Change> {
         match kind {

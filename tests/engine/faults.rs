@@ -63,9 +63,12 @@ pub fn run(setup: &Setup, incremental: bool) -> Run {
         seed: setup.spec.seed,
         faults: setup.profile.clone(),
     };
-    let result = replay(&steps, &options);
-    let mut final_state = cluster.snapshot.clone();
-    sim::apply_all(&mut final_state, trace.iter().map(|s| &s.change));
+    let mut result = replay(&steps, &options);
+    // As the API server holds it at the end: others may have recreated Services.
+    let final_state = result
+        .final_state
+        .take()
+        .expect("faults keep the final state");
     Run {
         result,
         final_state,

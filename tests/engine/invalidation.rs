@@ -98,9 +98,29 @@ impl Pair {
         }
     }
 
+    /// Two engines that have taken in `snapshot` and synced it.
+    fn loaded(snapshot: &Snapshot) -> Pair {
+        let pair = Pair::new();
+        pair.each(|side| {
+            load(side, snapshot);
+            side.drain(None);
+        });
+        pair
+    }
+
     fn each(&self, f: impl Fn(&Side)) {
         f(&self.incremental);
         f(&self.full);
+    }
+
+    /// Each change delivered to both, each followed by every sync it leads to.
+    fn deliver(&self, changes: &[Change]) {
+        self.each(|side| {
+            for change in changes {
+                side.handle(change.clone());
+                side.drain(None);
+            }
+        });
     }
 
     /// Same writes; what is left is the model's; a sync of every service would write nothing.
@@ -187,11 +207,7 @@ fn new_pod(scenario: &ServiceScenario, ordinal: usize) -> Pod {
 #[test]
 fn a_relist_that_finds_an_untracked_slice_gone() {
     let (scenario, mut snapshot) = scenario(30);
-    let pair = Pair::new();
-    pair.each(|side| {
-        load(side, &snapshot);
-        side.drain(None);
-    });
+    let pair = Pair::loaded(&snapshot);
     // Restart both: fresh engines over the same API servers.
     let pair = Pair {
         incremental: restarted(pair.incremental, true, &snapshot),
@@ -210,10 +226,7 @@ fn a_relist_that_finds_an_untracked_slice_gone() {
         side.drain(None);
     });
     let change = apply_pod(&mut snapshot, new_pod(&scenario, 1));
-    pair.each(|side| {
-        side.handle(change.clone());
-        side.drain(None);
-    });
+    pair.deliver(&[change]);
     pair.check(&snapshot);
 }
 
@@ -254,11 +267,8 @@ fn a_tracked_slice_replaced_under_its_name_is_not_stale_for_ever() {
         side.drain(None);
     });
     let change = apply_pod(&mut snapshot, new_pod(&scenario, 2));
-    pair.each(|side| {
-        side.handle(change.clone());
-        side.drain(None);
-        assert_eq!(side.engine.stats().stale, 0, "stale syncs");
-    });
+    pair.deliver(&[change]);
+    pair.each(|side| assert_eq!(side.engine.stats().stale, 0, "stale syncs"));
     pair.check(&snapshot);
 }
 
@@ -267,11 +277,7 @@ fn a_tracked_slice_replaced_under_its_name_is_not_stale_for_ever() {
 #[test]
 fn a_recreated_service_while_the_garbage_collector_lags() {
     let (scenario, mut snapshot) = scenario(30);
-    let pair = Pair::new();
-    pair.each(|side| {
-        load(side, &snapshot);
-        side.drain(None);
-    });
+    let pair = Pair::loaded(&snapshot);
     let mut recreated: Service = scenario.service.clone();
     recreated.meta.uid = Name::new("00000000-0000-4000-9000-00000000beef");
     recreated.meta.resource_version = Name::new("77");
@@ -302,10 +308,7 @@ fn a_recreated_service_while_the_garbage_collector_lags() {
         side.drain(None);
     });
     let change = apply_pod(&mut snapshot, new_pod(&scenario, 3));
-    pair.each(|side| {
-        side.handle(change.clone());
-        side.drain(None);
-    });
+    pair.deliver(&[change]);
     pair.check(&snapshot);
 }
 
@@ -336,10 +339,7 @@ fn writes_whose_answers_are_lost() {
         side.drain(None);
     });
     let change = apply_pod(&mut snapshot, new_pod(&scenario, 4));
-    pair.each(|side| {
-        side.handle(change.clone());
-        side.drain(None);
-    });
+    pair.deliver(&[change]);
     pair.check(&snapshot);
 }
 
@@ -349,23 +349,14 @@ fn writes_whose_answers_are_lost() {
 #[test]
 fn a_pod_replaced_under_its_name_while_the_watch_was_down() {
     let (scenario, mut snapshot) = scenario(30);
-    let pair = Pair::new();
-    pair.each(|side| {
-        load(side, &snapshot);
-        side.drain(None);
-    });
+    let pair = Pair::loaded(&snapshot);
     let replaced = version(&scenario.pods[5], 50, |p| {
         p.meta
             .set_uid(Uid::new("00000000-0000-4000-8000-0000000fffff"));
     });
     let quiet = apply_pod(&mut snapshot, replaced);
     let loud = apply_pod(&mut snapshot, new_pod(&scenario, 5));
-    pair.each(|side| {
-        side.handle(quiet.clone());
-        side.drain(None);
-        side.handle(loud.clone());
-        side.drain(None);
-    });
+    pair.deliver(&[quiet, loud]);
     pair.check(&snapshot);
     let slices = pair.incremental.slices();
     let uid = slices
@@ -386,11 +377,7 @@ fn a_pod_replaced_under_its_name_while_the_watch_was_down() {
 #[test]
 fn a_readiness_flap_a_relist_skipped() {
     let (scenario, mut snapshot) = scenario(30);
-    let pair = Pair::new();
-    pair.each(|side| {
-        load(side, &snapshot);
-        side.drain(None);
-    });
+    let pair = Pair::loaded(&snapshot);
     let flapped = version(&scenario.pods[7], 60, |p| {
         p.set_ready_transition(Timestamp::from_second(1_700_000_900).ok());
     });
@@ -398,12 +385,7 @@ fn a_readiness_flap_a_relist_skipped() {
     let mut other = version(&scenario.pods[8], 61, |p| p.ready = false);
     other.set_ready_transition(Timestamp::from_second(1_700_000_950).ok());
     let loud = apply_pod(&mut snapshot, other);
-    pair.each(|side| {
-        side.handle(quiet.clone());
-        side.drain(None);
-        side.handle(loud.clone());
-        side.drain(None);
-    });
+    pair.deliver(&[quiet, loud]);
     pair.check(&snapshot);
 }
 

@@ -49,6 +49,7 @@ pub struct FaultCounts {
     pub slices_recreated: u64,
     pub endpoints_edited: u64,
     pub endpoints_deleted: u64,
+    pub services_recreated: u64,
     /// Owners whose dependents the garbage collector deleted late.
     pub gc_delays: u64,
     pub resyncs: u64,
@@ -76,6 +77,7 @@ impl FaultCounts {
             ("slices_recreated", self.slices_recreated),
             ("endpoints_edited", self.endpoints_edited),
             ("endpoints_deleted", self.endpoints_deleted),
+            ("services_recreated", self.services_recreated),
             ("gc_delays", self.gc_delays),
             ("resyncs", self.resyncs),
             ("restarts", self.restarts),
@@ -106,6 +108,7 @@ impl FaultCounts {
         sum(&mut self.slices_recreated, other.slices_recreated);
         sum(&mut self.endpoints_edited, other.endpoints_edited);
         sum(&mut self.endpoints_deleted, other.endpoints_deleted);
+        sum(&mut self.services_recreated, other.services_recreated);
         sum(&mut self.gc_delays, other.gc_delays);
         sum(&mut self.resyncs, other.resyncs);
         sum(&mut self.restarts, other.restarts);
@@ -118,6 +121,8 @@ impl FaultCounts {
 pub(super) enum Scheduled {
     Expire(ChangeKind),
     Act,
+    /// A Service deleted and created again: which one, by index in name order.
+    RecreateService(usize),
     Resync,
     Restart,
     LeaderChange,
@@ -174,6 +179,9 @@ impl Faults {
             Scheduled::Expire(WATCHED[r.below(WATCHED.len())])
         });
         poisson(profile.edits_per_minute, &mut |_| Scheduled::Act);
+        poisson(profile.service_recreations_per_minute, &mut |r| {
+            Scheduled::RecreateService(r.below(usize::MAX))
+        });
         poisson(profile.resyncs_per_minute, &mut |_| Scheduled::Resync);
         poisson(profile.restarts_per_minute, &mut |_| Scheduled::Restart);
         poisson(profile.leader_changes_per_minute, &mut |_| {

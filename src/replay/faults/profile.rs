@@ -24,6 +24,9 @@ pub struct FaultProfile {
     pub expiries_per_minute: f64,
     /// Edits, deletions, duplicates and recreations of managed slices and Endpoints by others.
     pub edits_per_minute: f64,
+    /// Services deleted and at once created again under their name (`kubectl replace --force`):
+    /// a new uid, while the garbage collector removes the old one's slices.
+    pub service_recreations_per_minute: f64,
     /// Informer resyncs: every Service delivered again, every controller syncing each once.
     pub resyncs_per_minute: f64,
     /// Process restarts: every cache rebuilt from lists, every tracker empty.
@@ -49,6 +52,7 @@ impl FaultProfile {
             duplicated: 0.0,
             expiries_per_minute: 0.0,
             edits_per_minute: 0.0,
+            service_recreations_per_minute: 0.0,
             resyncs_per_minute: 0.0,
             restarts_per_minute: 0.0,
             leader_changes_per_minute: 0.0,
@@ -85,6 +89,7 @@ impl FaultProfile {
             duplicated: 0.03,
             expiries_per_minute: 2.0,
             edits_per_minute: 6.0,
+            service_recreations_per_minute: 1.0,
             resyncs_per_minute: 0.5,
             restarts_per_minute: 0.5,
             leader_changes_per_minute: 0.5,

@@ -11,6 +11,7 @@ use super::FaultCounts;
 use super::profile::FaultProfile;
 use crate::change::Change;
 use crate::model::{EndpointSlice, Name, keys};
+use crate::reconcile::endpoints::ANNOTATION_LEADER;
 use crate::sim::Rng;
 use crate::sink::memory::MemorySink;
 use crate::sink::{Kind, Object, Sink, Verb, WriteError};
@@ -31,7 +32,8 @@ struct State {
     echoes: Vec<Change>,
     /// How long the writes since the last take took.
     took: Duration,
-    /// Writes of Endpoints, for the caller to check against the Services of the time.
+    /// Writes of Endpoints, for the caller to check against the Services of the time (only it
+    /// knows them).
     endpoints_writes: Vec<(Verb, Name, Name)>,
     /// Writes to objects no controller of sliced manages.
     unmanaged: Vec<String>,
@@ -169,7 +171,18 @@ impl<'a> FaultySink<'a> {
     fn check(&self, verb: Verb, sent: &Object, stored: Option<&Object>) {
         let mut st = self.state.lock();
         match (sent, stored) {
-            (Object::Endpoints(e), _) => {
+            (Object::Endpoints(e), stored) => {
+                let leader_record = stored
+                    .and_then(Object::as_endpoints)
+                    .is_some_and(|s| s.meta.annotations.contains_key(ANNOTATION_LEADER));
+                if leader_record {
+                    st.unmanaged.push(format!(
+                        "{} Endpoints {}/{} (a leader-election record)",
+                        verb.as_str(),
+                        e.meta.namespace,
+                        e.meta.name
+                    ));
+                }
                 st.endpoints_writes
                     .push((verb, e.meta.namespace.clone(), e.meta.name.clone()));
             }
