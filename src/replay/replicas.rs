@@ -26,6 +26,9 @@ pub(super) struct Replicas {
     options: EngineOptions,
     clock: Arc<VirtualClock>,
     profile: FaultProfile,
+    /// Faults were injected: events go through the watches, even after faults stop (what is in
+    /// flight keeps its order).
+    faulty: bool,
     seed: u64,
     /// Processes started so far, for each one's own stream of watch lags.
     started: u64,
@@ -75,6 +78,7 @@ impl Replicas {
             standby: None,
             options,
             clock,
+            faulty: !profile.is_none(),
             seed,
             started: 1,
             retired: EngineStats::default(),
@@ -104,12 +108,25 @@ impl Replicas {
         &self.leader.engine
     }
 
+    /// The start-up work of the first processes, once their initial lists are in.
+    pub fn start(&self) {
+        self.leader.engine.start();
+        if let Some(standby) = &self.standby {
+            standby.engine.start();
+        }
+    }
+
     fn replicas_mut(&mut self) -> impl Iterator<Item = &mut Replica> {
         std::iter::once(&mut self.leader).chain(self.standby.as_mut())
     }
 
-    /// An event the API server sent at `now`, into every process's watch.
+    /// An event the API server sent at `now`, into every process's watch; without faults, taken
+    /// in at once.
     pub fn send(&mut self, now: Duration, change: &Change, counts: &mut FaultCounts) {
+        if !self.faulty {
+            self.leader.engine.handle(change);
+            return;
+        }
         for replica in self.replicas_mut() {
             let pushed = replica.watches.push(now, change.clone());
             counts.late_events += pushed.late;

@@ -181,7 +181,7 @@ pub fn replay_with_progress(
         replicas.deliver_due(now);
         // The objects there at time zero are the caches' initial list.
         if !caches_listed {
-            replicas.leader().start();
+            replicas.start();
             caches_listed = true;
         }
         // A sync takes no virtual time, but slow writes do: the clock moves on after the batch.
