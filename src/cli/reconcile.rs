@@ -1,5 +1,6 @@
 //! `sliced reconcile`: one sync of every Service in a YAML or JSON snapshot, with no cluster.
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -8,7 +9,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
 use sliced::kube::convert::object_to_json;
-use sliced::kube::manifest::{self, Manifest};
+use sliced::kube::manifest::{self, GivenKey, Manifest};
 use sliced::reconcile::{Options, mirroring};
 use sliced::sink::Kind;
 use sliced::sink::Object;
@@ -32,9 +33,8 @@ pub struct ReconcileArgs {
     /// kube-controller-manager's flag.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     mirroring_max_endpoints_per_subset: u32,
-    /// Honour the PreferSameZone and PreferSameNode traffic distributions.
-    #[arg(long)]
-    prefer_same_traffic_distribution: bool,
+    #[command(flatten)]
+    traffic_distribution: super::TrafficDistributionArgs,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
     output: Format,
@@ -80,7 +80,7 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     }
     let options = Options {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
-        prefer_same_traffic_distribution: args.prefer_same_traffic_distribution,
+        prefer_same_traffic_distribution: args.traffic_distribution.prefer_same(),
     };
     let mirroring_options = mirroring::Options {
         max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
@@ -92,9 +92,10 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
         controllers,
         args.seed,
     );
+    let objects = final_objects(&result, &manifest.given)?;
     let text = match args.output {
-        Format::Json => render_json(&result)?,
-        Format::Yaml => render_yaml(&result)?,
+        Format::Json => render_json(&result, objects)?,
+        Format::Yaml => render_yaml(objects)?,
     };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
@@ -107,17 +108,38 @@ fn json_of(object: &Object) -> anyhow::Result<Value> {
     object_to_json(object).context("serialising an object")
 }
 
-fn render_json(result: &SnapshotResult) -> anyhow::Result<String> {
+/// The objects after the reconcile, in the sink's order (EndpointSlices, then Endpoints, each by
+/// namespace and name): those sliced wrote as it wrote them, the others exactly as given.
+fn final_objects(
+    result: &SnapshotResult,
+    given: &HashMap<GivenKey, Value>,
+) -> anyhow::Result<Vec<(Kind, Value)>> {
+    let key = |o: &Object| {
+        let meta = o.meta();
+        (o.kind(), meta.namespace.clone(), meta.name.clone())
+    };
+    let written: HashSet<GivenKey> = result.writes.iter().map(|w| key(&w.sent)).collect();
+    result
+        .objects
+        .iter()
+        .map(|object| {
+            let k = key(object);
+            let value = match given.get(&k) {
+                Some(as_given) if !written.contains(&k) => as_given.clone(),
+                _ => json_of(object)?,
+            };
+            Ok((object.kind(), value))
+        })
+        .collect()
+}
+
+fn render_json(result: &SnapshotResult, objects: Vec<(Kind, Value)>) -> anyhow::Result<String> {
     let writes = result
         .writes
         .iter()
         .map(|w| Ok(json!({"verb": w.verb.as_str(), "object": json_of(&w.sent)?})))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let objects = result
-        .objects
-        .iter()
-        .map(json_of)
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    let objects: Vec<Value> = objects.into_iter().map(|(_, v)| v).collect();
     let errors: Vec<Value> = result
         .errors
         .iter()
@@ -140,12 +162,12 @@ fn render_json(result: &SnapshotResult) -> anyhow::Result<String> {
 }
 
 /// The EndpointSlices, then the Endpoints, each sorted by namespace and name.
-fn render_yaml(result: &SnapshotResult) -> anyhow::Result<String> {
+fn render_yaml(objects: Vec<(Kind, Value)>) -> anyhow::Result<String> {
     let mut text = String::new();
     for kind in [Kind::EndpointSlice, Kind::Endpoints] {
-        for object in result.objects.iter().filter(|o| o.kind() == kind) {
+        for (_, object) in objects.iter().filter(|(k, _)| *k == kind) {
             text.push_str("---\n");
-            text.push_str(&serde_saphyr::to_string(&json_of(object)?).context("writing YAML")?);
+            text.push_str(&serde_saphyr::to_string(object).context("writing YAML")?);
         }
     }
     Ok(text)

@@ -18,7 +18,7 @@ pub struct ReplayArgs<'a> {
     pub events: &'a str,
     pub batch_period: Duration,
     pub workers: usize,
-    pub max_endpoints_per_slice: usize,
+    pub reconcile: Options,
     pub mirroring_max_endpoints_per_subset: usize,
     pub controllers: Controllers,
     pub until: Option<Duration>,
@@ -38,7 +38,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let mut engine = engine_options(
         args.batch_period,
         args.workers,
-        args.max_endpoints_per_slice,
+        args.reconcile,
         args.mirroring_max_endpoints_per_subset,
         args.controllers,
     );
@@ -61,15 +61,12 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
 pub fn engine_options(
     batch_period: Duration,
     workers: usize,
-    max_per_slice: usize,
+    reconcile: Options,
     max_per_mirrored_subset: usize,
     controllers: Controllers,
 ) -> EngineOptions {
     EngineOptions {
-        reconcile: Options {
-            max_endpoints_per_slice: max_per_slice,
-            prefer_same_traffic_distribution: false,
-        },
+        reconcile,
         // `--batch-period` is both kube-controller-manager batch periods.
         batch_period,
         endpoints_batch_period: batch_period,

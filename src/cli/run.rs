@@ -35,6 +35,8 @@ pub struct RunArgs {
     /// The most addresses the mirroring controller takes from one Endpoints subset.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     mirroring_max_endpoints_per_subset: u32,
+    #[command(flatten)]
+    traffic_distribution: super::TrafficDistributionArgs,
     /// Delay of pod-triggered EndpointSlice syncs (e.g. 0s, 500ms, 1s).
     #[arg(long, default_value = "0s", value_parser = duration_arg)]
     endpointslice_updates_batch_period: Duration,
@@ -138,7 +140,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         engine: EngineOptions {
             reconcile: sliced::reconcile::Options {
                 max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
-                prefer_same_traffic_distribution: false,
+                prefer_same_traffic_distribution: args.traffic_distribution.prefer_same(),
             },
             batch_period: args.endpointslice_updates_batch_period,
             endpoints_batch_period: args.endpoint_updates_batch_period,
@@ -175,12 +177,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Logs to stderr; RUST_LOG filters (default: info).
+/// Logs to stderr; RUST_LOG filters (default: info). Colours only on a terminal: a log collector
+/// would store the escape codes.
 fn init_logging() {
+    use std::io::IsTerminal as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

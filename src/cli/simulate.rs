@@ -44,6 +44,8 @@ pub struct SimulateArgs {
     /// The most endpoints one EndpointSlice holds.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1000))]
     max_endpoints_per_slice: u32,
+    #[command(flatten)]
+    traffic_distribution: super::TrafficDistributionArgs,
     /// The most addresses of one Endpoints subset the mirroring controller mirrors, as
     /// kube-controller-manager's flag.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
@@ -97,7 +99,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             events,
             batch_period: args.batch_period,
             workers: args.workers as usize,
-            max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
+            reconcile: reconcile_options(&args),
             mirroring_max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
             controllers,
             until: args.until,
@@ -161,7 +163,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     let mut engine = super::replay::engine_options(
         args.batch_period,
         args.workers as usize,
-        args.max_endpoints_per_slice as usize,
+        reconcile_options(&args),
         args.mirroring_max_endpoints_per_subset as usize,
         controllers,
     );
@@ -199,10 +201,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             state
         }
     };
-    let options_fresh = sliced::reconcile::Options {
-        max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
-        prefer_same_traffic_distribution: false,
-    };
+    let options_fresh = reconcile_options(&args);
     let mirroring = sliced::reconcile::mirroring::Options {
         max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
     };
@@ -416,4 +415,11 @@ fn resident_bytes() -> Option<u64> {
 
 fn peak_resident_bytes() -> Option<u64> {
     proc_status("VmHWM:")
+}
+
+fn reconcile_options(args: &SimulateArgs) -> sliced::reconcile::Options {
+    sliced::reconcile::Options {
+        max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
+        prefer_same_traffic_distribution: args.traffic_distribution.prefer_same(),
+    }
 }

@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use super::convert::{self, ConvertError};
 use crate::model::{ContainerPort, Name, Pod, Protocol};
+use crate::sink::Kind;
 use crate::snapshot::Snapshot;
 
 /// The objects of one or more files.
@@ -29,13 +30,20 @@ pub struct Manifest {
     pub objects: Snapshot,
     /// One line per skipped object, naming file, document and object.
     pub warnings: Vec<String>,
+    /// The Endpoints and EndpointSlices exactly as the files gave them (with their kind and
+    /// apiVersion), the later of two of one name: what `reconcile` prints of those it does not write.
+    pub given: HashMap<GivenKey, Value>,
 }
+
+/// Kind, namespace and name of an object sliced writes.
+pub type GivenKey = (Kind, Name, Name);
 
 impl Manifest {
     /// Appends the objects and warnings of `other`, as when several files are given.
     pub fn merge(&mut self, other: Manifest) {
         self.objects.merge(other.objects);
         self.warnings.extend(other.warnings);
+        self.given.extend(other.given);
     }
 
     /// The number of objects loaded, warnings aside.
@@ -450,6 +458,13 @@ impl Loader<'_> {
             ));
             return Ok(());
         }
+        // What `reconcile` echoes of an object it leaves alone: the document as given, typed.
+        let given = matches!(kind.as_str(), "Endpoints" | "EndpointSlice").then(|| {
+            let mut typed = map.clone();
+            typed.insert("apiVersion".into(), Value::String(api_version.clone()));
+            typed.insert("kind".into(), Value::String(kind.clone()));
+            Value::Object(typed)
+        });
         let value = Value::Object(map);
         let label = Some(label);
         match kind.as_str() {
@@ -481,12 +496,28 @@ impl Loader<'_> {
                 let o = self.decode::<core::Endpoints>(value, at, &label)?;
                 let o = convert::endpoints_from_k8s(&o)
                     .map_err(|e| self.convert_error(at, label, e))?;
+                if let Some(given) = given {
+                    let key = (
+                        Kind::Endpoints,
+                        o.meta.namespace.clone(),
+                        o.meta.name.clone(),
+                    );
+                    self.out.given.insert(key, given);
+                }
                 self.out.objects.endpoints.push(o);
             }
             _ => {
                 let o = self.decode::<discovery::EndpointSlice>(value, at, &label)?;
                 let o = convert::endpoint_slice_from_k8s(&o)
                     .map_err(|e| self.convert_error(at, label, e))?;
+                if let Some(given) = given {
+                    let key = (
+                        Kind::EndpointSlice,
+                        o.meta.namespace.clone(),
+                        o.meta.name.clone(),
+                    );
+                    self.out.given.insert(key, given);
+                }
                 self.out.objects.endpoint_slices.push(o);
             }
         }

@@ -492,6 +492,24 @@ impl EngineLoop {
     }
 }
 
+/// The most bytes the API server accepts in an events.k8s.io/v1 Event's note.
+const NOTE_LENGTH_LIMIT: usize = 1024;
+
+/// A message cut to the note limit at a character boundary, marked as cut with "...": the
+/// FailedToUpdateEndpointSlices message of a large service names every failed write.
+fn note_within_limit(mut message: String) -> String {
+    if message.len() <= NOTE_LENGTH_LIMIT {
+        return message;
+    }
+    let mut end = NOTE_LENGTH_LIMIT - 3;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message.truncate(end);
+    message.push_str("...");
+    message
+}
+
 /// Records events on Services, as upstream's controllers do.
 async fn publish_events(
     recorder: Recorder,
@@ -512,12 +530,28 @@ async fn publish_events(
                 EventType::Warning => KubeEventType::Warning,
             },
             reason: event.reason.to_string(),
-            note: Some(event.message),
+            note: Some(note_within_limit(event.message)),
             action: "Reconcile".to_string(),
             secondary: None,
         };
         if let Err(e) = recorder.publish(&published, &reference).await {
             tracing::warn!(service = %service, error = %e, "could not record an event");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_over_the_limit_are_cut_at_a_character_boundary() {
+        let short = "x".repeat(NOTE_LENGTH_LIMIT);
+        assert_eq!(note_within_limit(short.clone()), short);
+        let long = format!("{}é{}", "x".repeat(1020), "y".repeat(40));
+        let cut = note_within_limit(long);
+        assert!(cut.len() <= NOTE_LENGTH_LIMIT, "{}", cut.len());
+        assert!(cut.ends_with("..."));
+        assert_eq!(cut, format!("{}...", "x".repeat(1020)));
     }
 }

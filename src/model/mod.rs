@@ -32,4 +32,9 @@ pub mod keys {
     pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
     /// The managed-by value of the EndpointSlice mirroring controller's slices.
     pub const MIRRORING_CONTROLLER: &str = "endpointslicemirroring-controller.k8s.io";
+    /// Set on every Endpoints the Endpoints controller writes (Kubernetes 1.33 and later); the API
+    /// server skips its IP warnings for such objects.
+    pub const LABEL_ENDPOINTS_MANAGED_BY: &str = "endpoints.kubernetes.io/managed-by";
+    /// The Endpoints controller's value of [`LABEL_ENDPOINTS_MANAGED_BY`].
+    pub const ENDPOINTS_CONTROLLER: &str = "endpoint-controller";
 }

@@ -2,6 +2,7 @@
 //! of writes. No I/O; the same inputs give the same plan.
 
 pub mod endpoints;
+pub mod hash_order;
 pub mod mirroring;
 pub mod ports;
 pub mod slices;
@@ -14,7 +15,8 @@ use crate::model::{AddressType, EndpointSlice, Name};
 pub struct Options {
     /// `--max-endpoints-per-slice`, 1..=1000.
     pub max_endpoints_per_slice: usize,
-    /// Honour `PreferSameZone` and `PreferSameNode` traffic distribution.
+    /// Honour `PreferSameZone` and `PreferSameNode` traffic distribution (on since Kubernetes
+    /// 1.34, locked on in 1.35).
     pub prefer_same_traffic_distribution: bool,
 }
 
@@ -22,7 +24,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             max_endpoints_per_slice: 100,
-            prefer_same_traffic_distribution: false,
+            prefer_same_traffic_distribution: true,
         }
     }
 }

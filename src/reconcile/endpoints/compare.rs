@@ -1,7 +1,7 @@
 //! Semantic equality of Endpoints content, as upstream's skip check sees it: Go strings make an
 //! empty string and an absent one the same, pointers (nodeName, appProtocol) do not; a target's
-//! resourceVersion is ignored. Unlike upstream, the order of subsets and of ports within a subset
-//! does not count, because upstream's order cannot be reproduced (see `repack`).
+//! resourceVersion is ignored. Order counts, as it does upstream: both controllers write the same
+//! order (see `hash_order`), so an object in another order is rewritten by either.
 
 use crate::model::{EndpointAddress, EndpointSubset, EndpointsPort, Name, TargetRef, Uid};
 
@@ -17,9 +17,9 @@ pub(crate) fn same_port(a: &EndpointsPort, b: &EndpointsPort) -> bool {
         && a.app_protocol == b.app_protocol
 }
 
-/// The same ports, in any order. Ports within one subset are distinct.
-pub(crate) fn same_port_set(a: &[EndpointsPort], b: &[EndpointsPort]) -> bool {
-    a.len() == b.len() && a.iter().all(|p| b.iter().any(|q| same_port(p, q)))
+/// The same ports in the same order.
+pub(crate) fn same_ports(a: &[EndpointsPort], b: &[EndpointsPort]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(p, q)| same_port(p, q))
 }
 
 fn same_target(a: &TargetRef, b: &TargetRef) -> bool {
@@ -45,25 +45,12 @@ fn same_addresses(a: &[EndpointAddress], b: &[EndpointAddress]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_address(x, y))
 }
 
-/// Two subset lists hold the same subsets, in any order; addresses must be in the same order.
+/// Two subset lists hold the same subsets in the same order.
 pub fn same_subsets(a: &[EndpointSubset], b: &[EndpointSubset]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut used = vec![false; b.len()];
-    a.iter().all(|x| {
-        let found = b.iter().enumerate().position(|(j, y)| {
-            !used[j]
-                && same_port_set(&x.ports, &y.ports)
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            same_ports(&x.ports, &y.ports)
                 && same_addresses(&x.addresses, &y.addresses)
                 && same_addresses(&x.not_ready_addresses, &y.not_ready_addresses)
-        });
-        match found {
-            Some(j) => {
-                used[j] = true;
-                true
-            }
-            None => false,
-        }
-    })
+        })
 }

@@ -7,12 +7,13 @@ use std::sync::LazyLock;
 
 use smallvec::SmallVec;
 
-use super::compare::{same_port_set, text};
-use super::repack::{port_order, sort_addresses};
+use super::compare::{same_ports, text};
+use super::repack::sort_addresses;
 use crate::model::{
     ClusterIp, ContainerPort, EndpointAddress, EndpointSubset, EndpointsPort, IpFamily, Name, Pod,
     Service, TargetRef, Uid, intern,
 };
+use crate::reconcile::hash_order::{self, HashKey};
 use crate::reconcile::ports::{numeric_only, target_port_number};
 use crate::reconcile::slices::pod_has_endpoint;
 
@@ -243,18 +244,18 @@ impl<'a> Desired<'a> {
             }
         }
         for g in &mut self.groups {
-            g.ports.sort_by(port_order);
+            hash_order::sort_endpoints_ports(&mut g.ports);
             g.ports.dedup_by(|a, b| a == b);
         }
-        self.groups.sort_by(|a, b| {
-            let by_ports = a
-                .ports
-                .iter()
-                .zip(&b.ports)
-                .map(|(p, q)| port_order(p, q))
-                .find(|o| o.is_ne());
-            by_ports.unwrap_or_else(|| a.ports.len().cmp(&b.ports.len()))
-        });
+        if self.groups.len() > 1 {
+            // Upstream orders subsets by a hash of the whole subset, so each is printed once.
+            let mut keyed: Vec<(HashKey, Group)> = std::mem::take(&mut self.groups)
+                .into_iter()
+                .map(|g| (hash_order::subset_hash(&self.subset(&g)), g))
+                .collect();
+            keyed.sort_by_key(|(hash, _)| *hash);
+            self.groups = keyed.into_iter().map(|(_, g)| g).collect();
+        }
     }
 
     pub(crate) fn ready_count(&self) -> usize {
@@ -265,21 +266,15 @@ impl<'a> Desired<'a> {
         self.groups.iter().map(|g| g.not_ready.len()).sum()
     }
 
-    /// The desired subsets are semantically those of `current` (subset and port order aside).
+    /// The desired subsets are semantically those of `current`, in the same order, as upstream's
+    /// order-sensitive comparison sees them.
     pub(crate) fn same_as(&self, current: &[EndpointSubset]) -> bool {
-        if current.len() != self.groups.len() {
-            return false;
-        }
-        let mut used: SmallVec<[bool; 4]> = SmallVec::from_elem(false, current.len());
-        self.groups.iter().all(|g| {
-            let found = current.iter().enumerate().position(|(j, s)| {
-                !used[j]
-                    && same_port_set(&g.ports, &s.ports)
+        current.len() == self.groups.len()
+            && self.groups.iter().zip(current).all(|(g, s)| {
+                same_ports(&g.ports, &s.ports)
                     && self.same_list(&g.ready, &s.addresses)
                     && self.same_list(&g.not_ready, &s.not_ready_addresses)
-            });
-            found.map(|j| used[j] = true).is_some()
-        })
+            })
     }
 
     fn same_list(&self, want: &[u32], have: &[EndpointAddress]) -> bool {
@@ -336,15 +331,16 @@ impl<'a> Desired<'a> {
         }
     }
 
+    fn subset(&self, g: &Group) -> EndpointSubset {
+        EndpointSubset {
+            addresses: g.ready.iter().map(|&i| self.address(i)).collect(),
+            not_ready_addresses: g.not_ready.iter().map(|&i| self.address(i)).collect(),
+            ports: g.ports.clone(),
+        }
+    }
+
     /// The subsets to write.
     pub(crate) fn to_subsets(&self) -> Vec<EndpointSubset> {
-        self.groups
-            .iter()
-            .map(|g| EndpointSubset {
-                addresses: g.ready.iter().map(|&i| self.address(i)).collect(),
-                not_ready_addresses: g.not_ready.iter().map(|&i| self.address(i)).collect(),
-                ports: g.ports.clone(),
-            })
-            .collect()
+        self.groups.iter().map(|g| self.subset(g)).collect()
     }
 }

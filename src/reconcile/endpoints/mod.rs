@@ -16,7 +16,7 @@ use crate::reconcile::slices::format_rfc3339_nano;
 pub use capacity::{ANNOTATION_OVER_CAPACITY, MAX_CAPACITY, OVER_CAPACITY_TRUNCATED};
 pub use compare::same_subsets;
 pub use desired::pod_in_endpoints;
-pub use repack::{address_order, port_order, repack, subset_order};
+pub use repack::{address_order, repack};
 
 /// Endpoints carrying this annotation hold a leader-election record, not a Service's endpoints:
 /// the start-up cleanup leaves them alone.
@@ -79,7 +79,8 @@ impl EndpointsPlan {
 /// ExternalName services and services without a selector get nothing, and their Endpoints (user
 /// managed) are left as they are. Otherwise the desired subsets are compared with the current
 /// object as upstream does (subsets, labels without the headless label, and the over-capacity
-/// annotation; not other annotations), and only a difference makes a write.
+/// annotation; not other annotations), and only a difference makes a write. The Endpoints carry
+/// the service's labels and the controller's managed-by label.
 pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
     let service = input.service;
     let mut plan = EndpointsPlan {
@@ -117,10 +118,12 @@ pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
             subsets: desired.to_subsets(),
         }),
         // Upstream sends this update whenever its check above fails, which for an object over
-        // capacity is every sync; an update that would store exactly what is there is dropped.
+        // capacity is every sync, and so rewrites the trigger time of an unchanged object (on a
+        // restart, to the Service's creation time). An update that would change nothing else is
+        // dropped: no pod change is being propagated, so there is no trigger time to record.
         Some(current)
             if current.meta.labels == labels
-                && current.meta.annotations == annotations
+                && same_except_trigger_time(&current.meta.annotations, &annotations)
                 && desired.same_as(&current.subsets) =>
         {
             return plan;
@@ -171,31 +174,46 @@ pub fn leftovers<'a>(
         .collect()
 }
 
-/// Upstream's label check: the current labels, the headless label aside, are the service's.
+/// Upstream's label check: the current labels, the headless label aside, are the service's plus
+/// the controller's managed-by label.
 fn service_labels_kept(current: &Labels, service: &Labels) -> bool {
-    let mut kept = current
-        .iter()
-        .filter(|(k, _)| k.as_str() != keys::LABEL_HEADLESS);
-    let mut wanted = service.iter();
-    loop {
-        match (kept.next(), wanted.next()) {
-            (None, None) => return true,
-            (Some(a), Some(b)) if a == b => {}
-            _ => return false,
+    let ours = |k: &str| k == keys::LABEL_HEADLESS || k == keys::LABEL_ENDPOINTS_MANAGED_BY;
+    current
+        .get(keys::LABEL_ENDPOINTS_MANAGED_BY)
+        .map(|v| v.as_str())
+        == Some(keys::ENDPOINTS_CONTROLLER)
+        && {
+            let mut kept = current.iter().filter(|(k, _)| !ours(k.as_str()));
+            let mut wanted = service
+                .iter()
+                .filter(|(k, _)| k.as_str() != keys::LABEL_ENDPOINTS_MANAGED_BY);
+            loop {
+                match (kept.next(), wanted.next()) {
+                    (None, None) => break true,
+                    (Some(a), Some(b)) if a == b => {}
+                    _ => break false,
+                }
+            }
         }
+}
+
+/// The service's labels, replacing any others, with the controller's managed-by label, and the
+/// headless label exactly when the service has no cluster IP.
+fn endpoints_labels(service: &Service) -> Labels {
+    let labels = service
+        .meta
+        .labels
+        .with(keys::LABEL_ENDPOINTS_MANAGED_BY, keys::ENDPOINTS_CONTROLLER);
+    if service.is_headless() {
+        labels.with(keys::LABEL_HEADLESS, "")
+    } else {
+        labels.without(keys::LABEL_HEADLESS)
     }
 }
 
-/// The service's labels, replacing any others, with the headless label exactly when the service
-/// has no cluster IP.
-fn endpoints_labels(service: &Service) -> Labels {
-    if service.is_headless() {
-        service.meta.labels.with(keys::LABEL_HEADLESS, "")
-    } else if service.meta.labels.contains_key(keys::LABEL_HEADLESS) {
-        service.meta.labels.without(keys::LABEL_HEADLESS)
-    } else {
-        service.meta.labels.clone()
-    }
+fn same_except_trigger_time(a: &Labels, b: &Labels) -> bool {
+    let other = |(k, _): &(&Name, &Name)| k.as_str() != keys::ANNOTATION_TRIGGER_TIME;
+    a.iter().filter(other).eq(b.iter().filter(other))
 }
 
 /// The current annotations (user annotations survive) with the trigger time and the over-capacity

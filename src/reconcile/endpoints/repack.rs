@@ -2,11 +2,8 @@
 //! address once per port, ports that serve exactly the same addresses (with the same readiness)
 //! gathered into one subset, addresses sorted by their IP text and then the target's UID.
 //!
-//! Upstream orders ports within a subset, and the subsets themselves, by an MD5 of a Go debug dump
-//! of the struct, which no other implementation can reproduce (and which changed between releases).
-//! We order ports by (name, port, protocol, appProtocol) and subsets by their ports instead, and
-//! compare subsets and ports order-insensitively (see `compare`), so an Endpoints object written by
-//! upstream is not rewritten for its order alone.
+//! Ports within a subset, and the subsets themselves, are in upstream's hash order (see
+//! `hash_order`).
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -17,6 +14,7 @@ use std::sync::LazyLock;
 use ahash::RandomState;
 
 use crate::model::{Address, EndpointAddress, EndpointSubset, EndpointsPort, Uid};
+use crate::reconcile::hash_order;
 
 /// An address's text as a zero-padded byte string. Comparing two keys compares the texts byte by
 /// byte, shorter first on a common prefix, as upstream sorts addresses ("10.0.0.10" < "10.0.0.2").
@@ -197,43 +195,6 @@ pub fn address_order(a: &EndpointAddress, b: &EndpointAddress) -> Ordering {
         .then_with(|| uid_of(a).cmp(&uid_of(b)))
 }
 
-fn name_str(n: &Option<crate::model::Name>) -> &str {
-    n.as_ref().map_or("", |n| n.as_str())
-}
-
-/// Our order of ports within a subset: name, number, protocol, appProtocol.
-pub fn port_order(a: &EndpointsPort, b: &EndpointsPort) -> Ordering {
-    name_str(&a.name)
-        .cmp(name_str(&b.name))
-        .then(a.port.cmp(&b.port))
-        .then(a.protocol.cmp(&b.protocol))
-        .then_with(|| a.app_protocol.cmp(&b.app_protocol))
-}
-
-/// Our order of subsets: by their (sorted) ports. In a repacked list every port is in exactly one
-/// subset and at most one subset has no ports, so this alone is total there; addresses break ties
-/// for lists that are not repacked.
-pub fn subset_order(a: &EndpointSubset, b: &EndpointSubset) -> Ordering {
-    fn list<T>(x: &[T], y: &[T], f: impl Fn(&T, &T) -> Ordering) -> Ordering {
-        for (p, q) in x.iter().zip(y) {
-            match f(p, q) {
-                Ordering::Equal => {}
-                other => return other,
-            }
-        }
-        x.len().cmp(&y.len())
-    }
-    list(&a.ports, &b.ports, port_order)
-        .then_with(|| list(&a.addresses, &b.addresses, address_order))
-        .then_with(|| {
-            list(
-                &a.not_ready_addresses,
-                &b.not_ready_addresses,
-                address_order,
-            )
-        })
-}
-
 /// Upstream's `RepackSubsets` for any list of subsets: expands it to (port, address, ready) and
 /// packs that back into the canonical layout. An address is identified by its IP and target UID;
 /// its first occurrence supplies the whole record. Not ready for any occurrence under a port wins
@@ -314,11 +275,11 @@ pub fn repack(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
             subset.addresses.sort_by(address_order);
             subset.not_ready_addresses.sort_by(address_order);
             subset.ports = ports.into_iter().cloned().collect();
-            subset.ports.sort_by(port_order);
+            hash_order::sort_endpoints_ports(&mut subset.ports);
             subset
         })
         .collect();
-    out.sort_by(subset_order);
+    hash_order::sort_subsets(&mut out);
     out
 }
 

@@ -8,6 +8,7 @@ use crate::model::{
     Address, ClusterIp, ContainerPort, EndpointAddress, EndpointSubset, EndpointsPort, IpFamily,
     PodBuilder, PodPhase, Protocol, ServicePort, TargetPort, TargetRef, Uid, intern,
 };
+use crate::reconcile::hash_order;
 
 fn service(ports: Vec<ServicePort>) -> Service {
     let selector = Labels::from_pairs([("app", "web")]);
@@ -178,22 +179,26 @@ fn named_ports_resolving_differently_make_several_subsets() {
             )
         })
         .collect();
-    assert_eq!(
-        layout,
-        vec![
-            (vec![8080], vec!["10.0.0.1".into()], vec!["10.0.0.4".into()]),
-            (vec![8081], vec!["10.0.0.2".into()], vec![]),
-            (
-                vec![9090],
-                vec!["10.0.0.1".into(), "10.0.0.2".into(), "10.0.0.3".into()],
-                vec!["10.0.0.4".into()]
-            ),
-        ]
-    );
+    let mut expected = vec![
+        (vec![8080], vec!["10.0.0.1".into()], vec!["10.0.0.4".into()]),
+        (vec![8081], vec!["10.0.0.2".into()], vec![]),
+        (
+            vec![9090],
+            vec!["10.0.0.1".into(), "10.0.0.2".into(), "10.0.0.3".into()],
+            vec!["10.0.0.4".into()],
+        ),
+    ];
+    let mut got = layout.clone();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
+    // In upstream's order: by the hash of each subset.
+    let hashes: Vec<u128> = e.subsets.iter().map(hash_order::subset_hash).collect();
+    assert!(hashes.is_sorted(), "{layout:?}");
 }
 
 #[test]
-fn equal_content_in_another_order_needs_no_write() {
+fn another_order_is_rewritten_as_upstream_does() {
     let svc = service(vec![
         port("http", TargetPort::Number(8080)),
         port("admin", TargetPort::Name(intern("admin"))),
@@ -202,18 +207,20 @@ fn equal_content_in_another_order_needs_no_write() {
         pod("a", "10.0.0.1", true, &[("admin", 9000)]),
         pod("b", "10.0.0.2", true, &[]),
     ];
-    let mut current = written(&plan(&svc, &pods, None)).clone();
+    let canonical = written(&plan(&svc, &pods, None)).clone();
+    assert_eq!(canonical.subsets.len(), 2);
+    let mut current = canonical.clone();
     current.meta.resource_version = intern("7");
-    current.subsets.reverse();
-    for s in &mut current.subsets {
-        s.ports.reverse();
-    }
     assert_eq!(plan(&svc, &pods, Some(&current)).write, None);
-    // A target's resourceVersion is not compared either.
+    // A target's resourceVersion is not compared.
     if let Some(t) = &mut current.subsets[0].addresses[0].target_ref {
         t.resource_version = Some(intern("42"));
     }
     assert_eq!(plan(&svc, &pods, Some(&current)).write, None);
+    // Upstream compares subsets in order, and writes its own order back.
+    current.subsets.reverse();
+    let fixed = written(&plan(&svc, &pods, Some(&current))).clone();
+    assert_eq!(fixed.subsets, canonical.subsets);
 }
 
 #[test]
@@ -264,16 +271,27 @@ fn labels_replace_and_headless_label_follows_cluster_ip() {
         e.meta.labels.get(keys::LABEL_HEADLESS).map(|v| v.as_str()),
         Some("")
     );
-    // The headless label alone does not make a write; user labels do.
-    let mut current = e.clone();
-    current.meta.labels = svc.meta.labels.clone();
-    assert_eq!(plan(&svc, &pods, Some(&current)).write, None);
-    current.meta.labels = current.meta.labels.with("extra", "x");
-    let e = written(&plan(&svc, &pods, Some(&current))).clone();
     assert_eq!(
-        e.meta.labels,
-        svc.meta.labels.with(keys::LABEL_HEADLESS, "")
+        e.meta
+            .labels
+            .get(keys::LABEL_ENDPOINTS_MANAGED_BY)
+            .map(|v| v.as_str()),
+        Some(keys::ENDPOINTS_CONTROLLER)
     );
+    // The headless label alone does not make a write; user labels do, and so does a missing
+    // managed-by label (Kubernetes 1.33 and later).
+    let managed = svc
+        .meta
+        .labels
+        .with(keys::LABEL_ENDPOINTS_MANAGED_BY, keys::ENDPOINTS_CONTROLLER);
+    let mut current = e.clone();
+    current.meta.labels = managed.clone();
+    assert_eq!(plan(&svc, &pods, Some(&current)).write, None);
+    current.meta.labels = svc.meta.labels.clone();
+    assert!(plan(&svc, &pods, Some(&current)).write.is_some());
+    current.meta.labels = managed.with("extra", "x");
+    let e = written(&plan(&svc, &pods, Some(&current))).clone();
+    assert_eq!(e.meta.labels, managed.with(keys::LABEL_HEADLESS, ""));
 
     // A service without ports and with a cluster IP has no subsets.
     let plain = service(vec![]);

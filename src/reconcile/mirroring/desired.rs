@@ -72,7 +72,9 @@ pub(crate) struct Group {
 }
 
 impl Group {
-    fn new(address_type: AddressType, ports: Vec<EndpointPort>) -> Group {
+    fn new(address_type: AddressType, mut ports: Vec<EndpointPort>) -> Group {
+        // Upstream writes mirrored slices' ports in its hash order too.
+        crate::reconcile::hash_order::sort_slice_ports(&mut ports);
         Group {
             address_type,
             key: port_key(&ports),

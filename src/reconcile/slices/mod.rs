@@ -10,6 +10,7 @@ use std::hash::BuildHasher;
 
 use smallvec::SmallVec;
 
+use super::hash_order;
 use super::topology::{self, TopologyCache, TopologyInput};
 use super::{AddressTypePlan, Options, Plan, TopologyChange};
 use crate::model::{
@@ -301,6 +302,8 @@ fn finish(
         out.creates.clear();
     }
     for slice in out.creates.iter_mut().chain(out.updates.iter_mut()) {
+        // Upstream writes every slice's ports in its hash order, however they were before.
+        hash_order::sort_slice_ports(&mut slice.ports);
         set_trigger_time(slice, trigger_time);
     }
 }

@@ -51,11 +51,12 @@ fn prefer_close() {
 #[test]
 fn prefer_same_needs_the_option() {
     let cache = TopologyCache::new();
-    let off = Options::default();
-    let on = Options {
-        prefer_same_traffic_distribution: true,
+    let off = Options {
+        prefer_same_traffic_distribution: false,
         ..Options::default()
     };
+    // On by default, as in Kubernetes 1.34 and later.
+    let on = Options::default();
     let creates = || {
         vec![slice(
             "",
