@@ -141,6 +141,20 @@ impl Engine {
         found
     }
 
+    /// Whether a full sync of `controller` (`endpointslice`, `endpoints` or `mirroring`) for this
+    /// service would write anything now, given what the engine holds. Shadow mode asks it to drop
+    /// differences that someone else has fixed since.
+    pub fn would_write(&self, controller: &str, key: &ServiceKey) -> bool {
+        match controller {
+            ENDPOINTSLICE_CONTROLLER => {
+                self.options.controllers.endpointslice && self.check_slices(key).is_some()
+            }
+            ENDPOINTS_CONTROLLER => self.endpoints.is_some() && self.check_endpoints(key).is_some(),
+            MIRRORING_CONTROLLER => self.check_mirroring(key).is_some(),
+            _ => false,
+        }
+    }
+
     /// The violations kept since the last call (at most a hundred), and forgets them.
     pub fn take_violations(&self) -> Vec<Violation> {
         std::mem::take(&mut *self.violations.lock())

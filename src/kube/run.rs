@@ -212,6 +212,8 @@ pub async fn run(
         metrics: Arc::clone(&state.metrics),
         health: Arc::clone(&state.health),
         resync: Resync::new(options.min_resync_period, &options.identity),
+        touched: Vec::new(),
+        relisted: false,
     };
     // Dropped when the thread ends, however it ends.
     let (done_tx, engine_done) = tokio::sync::oneshot::channel::<()>();
@@ -325,6 +327,10 @@ struct EngineLoop {
     metrics: Arc<Metrics>,
     health: Arc<HttpState>,
     resync: Resync,
+    /// Shadow mode: services whose slices, Endpoints or Service changed since the report was last
+    /// checked, and whether a relist happened.
+    touched: Vec<ServiceKey>,
+    relisted: bool,
 }
 
 /// When the next informer-style resync is due: a random time between the period and twice it,
@@ -421,13 +427,66 @@ impl EngineLoop {
                 let records = self.engine.sync_ready(self.sink.as_ref());
                 self.after_syncs(&records);
             }
+            if started {
+                self.recheck_report();
+            }
+        }
+    }
+
+    /// Shadow mode: a difference someone else fixed leaves the report as soon as the watch shows
+    /// it, though upstream's rules queue no sync for it.
+    fn recheck_report(&mut self) {
+        let Some(report) = &self.dry_run else {
+            return;
+        };
+        if !self.relisted && self.touched.is_empty() {
+            return;
+        }
+        if std::mem::take(&mut self.relisted) {
+            report.revalidate_all(&self.engine);
+        } else {
+            self.touched.sort_unstable();
+            self.touched.dedup();
+            report.revalidate(&self.engine, &self.touched);
+        }
+        self.touched.clear();
+        report.export(self.metrics.dry_run());
+    }
+
+    /// The service a change of a slice, an Endpoints or a Service concerns.
+    fn service_of(&self, change: &crate::change::Change) -> Option<ServiceKey> {
+        use crate::change::Change;
+        match change {
+            Change::Service(s) => Some(ServiceKey::of(s)),
+            Change::ServiceDeleted { namespace, name }
+            | Change::EndpointsDeleted {
+                namespace, name, ..
+            } => Some(ServiceKey::new(namespace, name)),
+            Change::Endpoints(e) => Some(ServiceKey::new(&e.meta.namespace, &e.meta.name)),
+            Change::EndpointSlice(slice) => Some(ServiceKey::new(
+                &slice.meta.namespace,
+                slice.service_name()?,
+            )),
+            Change::EndpointSliceDeleted { namespace, name } => {
+                let held = self.engine.stored_slice(namespace, name)?;
+                Some(ServiceKey::new(namespace, held.service_name()?))
+            }
+            _ => None,
         }
     }
 
     fn take(&mut self, input: Input) {
         match input {
-            Input::Change(change) => self.engine.handle(&change),
+            Input::Change(change) => {
+                if self.dry_run.is_some()
+                    && let Some(key) = self.service_of(&change)
+                {
+                    self.touched.push(key);
+                }
+                self.engine.handle(&change);
+            }
             Input::Listed { kind, seen } => {
+                self.relisted |= self.dry_run.is_some() && seen.is_some();
                 if let Some(seen) = seen {
                     let deleted = self.engine.relisted(kind, &seen);
                     tracing::info!(kind = kind.as_str(), deleted, "relisted");

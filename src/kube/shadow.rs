@@ -221,6 +221,32 @@ impl DryRunReport {
         }
     }
 
+    /// Drops the differences of these services that a full sync would no longer write: another
+    /// controller (or a person) has fixed them, or the objects went with their Service. Upstream's
+    /// rules queue no sync for such a change, so without this the report would keep them forever.
+    pub fn revalidate<'a>(
+        &self,
+        engine: &Engine,
+        services: impl IntoIterator<Item = &'a ServiceKey>,
+    ) {
+        let mut latest = self.latest.lock();
+        if latest.is_empty() {
+            return;
+        }
+        for service in services {
+            latest.retain(|(controller, key), _| {
+                key != service || engine.would_write(controller, key)
+            });
+        }
+    }
+
+    /// [`DryRunReport::revalidate`] for every service in the report: after a relist.
+    pub fn revalidate_all(&self, engine: &Engine) {
+        self.latest
+            .lock()
+            .retain(|(controller, key), _| engine.would_write(controller, key));
+    }
+
     pub fn summary(&self) -> DryRunSummary {
         let latest = self.latest.lock();
         let mut summary = DryRunSummary {

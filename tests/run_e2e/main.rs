@@ -7,6 +7,7 @@ mod fake_api;
 mod run_harness;
 
 mod resync;
+mod takeover;
 
 use std::time::{Duration, Instant};
 

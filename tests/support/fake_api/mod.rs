@@ -192,6 +192,11 @@ impl FakeApiServer {
         Self::builder().build()
     }
 
+    /// From now on, creates keep the uid they carry (see `State::keep_uids`).
+    pub fn keep_given_uids(&self) {
+        self.shared.lock().keep_uids = true;
+    }
+
     pub fn builder() -> Builder {
         Builder {
             window: 10_000,

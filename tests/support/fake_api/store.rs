@@ -145,6 +145,9 @@ pub struct State {
     pub auto_namespaces: bool,
     pub faults: Faults,
     pub gc: Gc,
+    /// Creates keep a uid they carry, as a restore from a backup does (tests that load objects
+    /// whose contents depend on uids).
+    pub keep_uids: bool,
 }
 
 impl State {
@@ -158,6 +161,7 @@ impl State {
             auto_namespaces,
             faults: Faults::default(),
             gc: Gc::new(auto_gc),
+            keep_uids: false,
         }
     }
 

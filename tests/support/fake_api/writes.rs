@@ -156,6 +156,7 @@ impl State {
         // etcd's create refuses a set rv before it looks for the key; the
         // registry passes that error through as a 500.
         let rv_set = !meta_str(&obj, "resourceVersion").is_empty();
+        let given_uid = meta_str(&obj, "uid").to_owned();
         for f in [
             "uid",
             "resourceVersion",
@@ -165,7 +166,12 @@ impl State {
         ] {
             set_meta(&mut obj, f, None);
         }
-        set_meta(&mut obj, "uid", Some(json!(new_uid())));
+        let uid = if self.keep_uids && !given_uid.is_empty() {
+            given_uid
+        } else {
+            new_uid()
+        };
+        set_meta(&mut obj, "uid", Some(json!(uid)));
         set_meta(&mut obj, "creationTimestamp", Some(json!(now_rfc3339())));
         set_initial_generation(res, &mut obj);
         if k.status_subresource && (ctx.origin == Origin::Http || obj.get("status").is_none()) {
