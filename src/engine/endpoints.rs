@@ -135,6 +135,11 @@ impl EndpointsController {
             self.triggers.delete_service(&key.namespace, &key.name);
             self.changes.forget(key);
             self.stale_versions.remove(key);
+            // The API server deletes a Service's Endpoints with it; one the watch has shown gone
+            // needs no delete (upstream sends one anyway, and gets 404).
+            if store.get(key).is_none() {
+                return Prepared::Nothing;
+            }
             return Prepared::Plan(endpoints::sync_deleted(&key.namespace, &key.name));
         };
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {

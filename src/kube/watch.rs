@@ -140,6 +140,9 @@ async fn watch<K>(
 {
     let mut stream = watcher(api, config).default_backoff().boxed();
     let mut lists = 0u64;
+    // Between a failure (counted as a restart) and the next event, which may be the relist the
+    // failure causes: that relist is the same restart.
+    let mut failed = false;
     // The keys of the list in progress, when it replaces an earlier one.
     let mut seen: Option<HashSet<(Name, Name)>> = None;
     let apply = |object: &K| match convert(object) {
@@ -167,7 +170,7 @@ async fn watch<K>(
         let input = match event {
             Ok(watcher::Event::Init) => {
                 seen = (lists > 0).then(HashSet::new);
-                if lists > 0 {
+                if lists > 0 && !failed {
                     counters.restarts.inc();
                 }
                 continue;
@@ -196,11 +199,23 @@ async fn watch<K>(
                     .unwrap_or_default();
                 Input::Change(Change::deleted_with_uid(kind, namespace, name, uid))
             }
-            Err(error) => Input::WatchError {
-                kind,
-                message: error.to_string(),
-            },
+            Err(error) => {
+                // The watch is re-established (or relisted) with backoff: a restart, as after
+                // an API server restart, even when the resourceVersion is still valid and no
+                // relist follows.
+                if !failed {
+                    counters.restarts.inc();
+                }
+                failed = true;
+                Input::WatchError {
+                    kind,
+                    message: error.to_string(),
+                }
+            }
         };
+        if !matches!(input, Input::WatchError { .. }) {
+            failed = false;
+        }
         if out.send(input).is_err() {
             // The engine has stopped.
             return;

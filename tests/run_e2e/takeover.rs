@@ -148,3 +148,28 @@ async fn shadows_old_and_new_settle_to_no_difference_after_churn() {
     );
     fresh.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_service_costs_at_most_one_delete_of_its_endpoints() {
+    let fake = upstream_cluster();
+    let live = start(&fake, options());
+    settle(&fake, &live).await;
+    fake.clear_requests();
+    for name in ["pg", "raft", "cache"] {
+        fake.delete("services", "ref-db", name).unwrap();
+    }
+    settle(&fake, &live).await;
+    let deletes: Vec<_> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == "delete" && r.resource == "endpoints")
+        .collect();
+    // The API server deleted each Endpoints with its Service; sliced deletes one only if its sync
+    // ran before the watch showed that, and never twice.
+    for name in ["pg", "raft", "cache"] {
+        let n = deletes.iter().filter(|r| r.name == name).count();
+        assert!(n <= 1, "{n} deletes of ref-db/{name}: {deletes:?}");
+        assert!(fake.get("endpoints", "ref-db", name).is_none());
+    }
+    live.stop().await.unwrap();
+}

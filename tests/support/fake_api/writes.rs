@@ -434,7 +434,16 @@ impl State {
         } else {
             // Deleted as stored: a finalizer change that left none is never written.
             let stored = old.value();
-            self.purge(res, ns, name, stored)
+            let last = self.purge(res, ns, name, stored);
+            if k.plural == "services" {
+                // kube-apiserver's Service storage deletes the Endpoints of the same name with it.
+                if let Some(endpoints) = super::resources::by_name("endpoints")
+                    && let Some(held) = self.get(endpoints, ns, name)
+                {
+                    self.purge(endpoints, ns, name, held.value());
+                }
+            }
+            last
         };
         let reply = if k.return_deleted {
             Reply::Object(last)
