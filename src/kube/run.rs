@@ -1,7 +1,7 @@
 //! `sliced run`: watches feed the engine on its own thread, the engine writes through the API
 //! sink while this replica leads, and everything stops cleanly when asked.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
@@ -40,8 +40,6 @@ pub struct RunOptions {
     pub dry_run_summary_interval: Duration,
     /// Objects per page of the initial lists.
     pub page_size: u32,
-    /// The name events are reported under (`reportingController`).
-    pub reporting_controller: String,
     /// This replica's name in events and the lease.
     pub identity: String,
     /// `--min-resync-period`: every Service synced again after a random time between this and
@@ -59,7 +57,6 @@ impl Default for RunOptions {
             dry_run: false,
             dry_run_summary_interval: Duration::from_secs(60),
             page_size: 500,
-            reporting_controller: "sliced".to_string(),
             identity: "sliced".to_string(),
             min_resync_period: Duration::from_secs(12 * 3600),
         }
@@ -177,12 +174,9 @@ pub async fn run(
 
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let recorder = (!options.dry_run).then(|| {
-        let reporter = Reporter {
-            controller: options.reporting_controller.clone(),
-            instance: Some(options.identity.clone()),
-        };
         tokio::spawn(publish_events(
-            Recorder::new(client.clone(), reporter),
+            client.clone(),
+            options.identity.clone(),
             events_rx,
         ))
     });
@@ -569,12 +563,38 @@ fn note_within_limit(mut message: String) -> String {
     message
 }
 
+/// The controller an event comes from, named as upstream's controllers name themselves, so that
+/// filters and alerts on kube-controller-manager's events keep working; `reportingInstance` (this
+/// replica's identity) tells sliced's events from kube-controller-manager's.
+fn reporting_controller(reason: &str) -> &'static str {
+    use crate::reconcile::{endpoints, mirroring};
+    match reason {
+        endpoints::REASON_FAILED_TO_CREATE | endpoints::REASON_FAILED_TO_UPDATE => {
+            "endpoint-controller"
+        }
+        mirroring::REASON_INVALID_IP | mirroring::REASON_TOO_MANY_ADDRESSES => {
+            "endpoint-slice-mirroring-controller"
+        }
+        _ => "endpoint-slice-controller",
+    }
+}
+
 /// Records events on Services, as upstream's controllers do.
 async fn publish_events(
-    recorder: Recorder,
+    client: Client,
+    instance: String,
     mut events: mpsc::UnboundedReceiver<(ServiceKey, Option<String>, Event)>,
 ) {
+    let mut recorders: HashMap<&'static str, Recorder> = HashMap::new();
     while let Some((service, uid, event)) = events.recv().await {
+        let controller = reporting_controller(event.reason);
+        let recorder = recorders.entry(controller).or_insert_with(|| {
+            let reporter = Reporter {
+                controller: controller.to_string(),
+                instance: Some(instance.clone()),
+            };
+            Recorder::new(client.clone(), reporter)
+        });
         let reference = ObjectReference {
             api_version: Some("v1".to_string()),
             kind: Some("Service".to_string()),
@@ -602,6 +622,26 @@ async fn publish_events(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_are_reported_under_upstreams_controller_names() {
+        assert_eq!(
+            reporting_controller("FailedToUpdateEndpointSlices"),
+            "endpoint-slice-controller"
+        );
+        assert_eq!(
+            reporting_controller("TopologyAwareHintsEnabled"),
+            "endpoint-slice-controller"
+        );
+        assert_eq!(
+            reporting_controller("FailedToUpdateEndpoint"),
+            "endpoint-controller"
+        );
+        assert_eq!(
+            reporting_controller("TooManyAddressesToMirror"),
+            "endpoint-slice-mirroring-controller"
+        );
+    }
 
     #[test]
     fn notes_over_the_limit_are_cut_at_a_character_boundary() {

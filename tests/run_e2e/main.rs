@@ -242,6 +242,15 @@ async fn server_errors_are_retried_and_recorded_as_events_on_the_service() {
                 && (e["regarding"]["name"] == "web" || e["involvedObject"]["name"] == "web")),
         "no FailedToUpdateEndpointSlices event on the service: {events:?}"
     );
+    // Named as upstream's controller names itself; the instance says which replica of sliced.
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["reason"] == "FailedToUpdateEndpointSlices")
+            .all(|e| e["reportingController"] == "endpoint-slice-controller"
+                && e["reportingInstance"].is_string()),
+        "{events:?}"
+    );
     assert_eq!(
         scraped(
             address,
