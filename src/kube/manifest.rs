@@ -496,32 +496,26 @@ impl Loader<'_> {
                 let o = self.decode::<core::Endpoints>(value, at, &label)?;
                 let o = convert::endpoints_from_k8s(&o)
                     .map_err(|e| self.convert_error(at, label, e))?;
-                if let Some(given) = given {
-                    let key = (
-                        Kind::Endpoints,
-                        o.meta.namespace.clone(),
-                        o.meta.name.clone(),
-                    );
-                    self.out.given.insert(key, given);
-                }
+                self.keep_given(Kind::Endpoints, &o.meta, given);
                 self.out.objects.endpoints.push(o);
             }
             _ => {
                 let o = self.decode::<discovery::EndpointSlice>(value, at, &label)?;
                 let o = convert::endpoint_slice_from_k8s(&o)
                     .map_err(|e| self.convert_error(at, label, e))?;
-                if let Some(given) = given {
-                    let key = (
-                        Kind::EndpointSlice,
-                        o.meta.namespace.clone(),
-                        o.meta.name.clone(),
-                    );
-                    self.out.given.insert(key, given);
-                }
+                self.keep_given(Kind::EndpointSlice, &o.meta, given);
                 self.out.objects.endpoint_slices.push(o);
             }
         }
         Ok(())
+    }
+
+    /// Keeps the document of an object sliced writes, under the key its model object has.
+    fn keep_given(&mut self, kind: Kind, meta: &crate::model::Meta, given: Option<Value>) {
+        if let Some(given) = given {
+            let key = (kind, meta.namespace.clone(), meta.name.clone());
+            self.out.given.insert(key, given);
+        }
     }
 
     fn items(
