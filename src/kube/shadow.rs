@@ -233,11 +233,10 @@ impl DryRunReport {
         if latest.is_empty() {
             return;
         }
-        for service in services {
-            latest.retain(|(controller, key), _| {
-                key != service || engine.would_write(controller, key)
-            });
-        }
+        let touched: std::collections::HashSet<&ServiceKey> = services.into_iter().collect();
+        latest.retain(|(controller, key), _| {
+            !touched.contains(key) || engine.would_write(controller, key)
+        });
     }
 
     /// [`DryRunReport::revalidate`] for every service in the report: after a relist.

@@ -140,8 +140,8 @@ async fn watch<K>(
 {
     let mut stream = watcher(api, config).default_backoff().boxed();
     let mut lists = 0u64;
-    // Between a failure (counted as a restart) and the next event, which may be the relist the
-    // failure causes: that relist is the same restart.
+    // From a failure (counted as a restart) to the next event that carries objects: the failed
+    // retries and relists in between are the same restart.
     let mut failed = false;
     // The keys of the list in progress, when it replaces an earlier one.
     let mut seen: Option<HashSet<(Name, Name)>> = None;
