@@ -1,9 +1,8 @@
 //! The order upstream gives the ports of an Endpoints subset, the subsets themselves, and the
 //! ports of an EndpointSlice: ascending by the 128-bit FNV-1a hash of each struct's Go debug print
 //! (go-spew's `%#v` with methods disabled, which `DeepHashObject` feeds to the hash; MD5 until
-//! Kubernetes 1.35). Objects in that order are exactly what kube-controller-manager writes, and it
-//! compares Endpoints order-sensitively, so any other order is rewritten on every hand-over
-//! between the two controllers.
+//! Kubernetes 1.35). Objects in that order are byte for byte what kube-controller-manager writes,
+//! so neither controller's objects differ from the other's.
 //!
 //! The printed form is small and deterministic: a struct is `(pkg.Type){Field:value ...}`, every
 //! value is prefixed by its Go type in parentheses except inside a list (`[a b]`), a nil pointer

@@ -1,7 +1,7 @@
 //! Semantic equality of Endpoints content, as upstream's skip check sees it: Go strings make an
 //! empty string and an absent one the same, pointers (nodeName, appProtocol) do not; a target's
-//! resourceVersion is ignored. Order counts, as it does upstream: both controllers write the same
-//! order (see `hash_order`), so an object in another order is rewritten by either.
+//! resourceVersion is ignored. Order counts here; upstream also compares the stored subsets
+//! repacked (see `sync`), so an object merely in another order is not rewritten.
 
 use crate::model::{EndpointAddress, EndpointSubset, EndpointsPort, Name, TargetRef, Uid};
 

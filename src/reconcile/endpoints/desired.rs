@@ -267,7 +267,7 @@ impl<'a> Desired<'a> {
     }
 
     /// The desired subsets are semantically those of `current`, in the same order, as upstream's
-    /// order-sensitive comparison sees them.
+    /// comparison sees them (the caller also tries `current` repacked, as upstream does).
     pub(crate) fn same_as(&self, current: &[EndpointSubset]) -> bool {
         current.len() == self.groups.len()
             && self.groups.iter().zip(current).all(|(g, s)| {

@@ -94,8 +94,10 @@ pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
     plan.ready = desired.ready_count();
     plan.not_ready = desired.not_ready_count();
 
+    // Upstream (1.35 and later) also accepts the stored subsets once repacked, so an object in an
+    // older release's order (MD5 rather than FNV) is not rewritten for its order alone.
     if let Some(current) = input.current
-        && desired.same_as(&current.subsets)
+        && (desired.same_as(&current.subsets) || desired.same_as(&repack::repack(&current.subsets)))
         && service_labels_kept(&current.meta.labels, &service.meta.labels)
         && capacity::annotation_set_correctly(&current.meta.annotations, current)
     {
