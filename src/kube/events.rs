@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::manifest::{self, LoadError, Manifest};
 use crate::change::Change;
 use crate::model::{Name, intern};
-use crate::replay::{Action, Step, parse_duration};
+use crate::replay::{Action, Step, duration_from_seconds, parse_duration};
 use crate::sink::{Kind, Verb, WriteError};
 
 /// A step that is not of the events file's form.
@@ -94,11 +94,10 @@ fn parse_step(file: &str, step: usize, value: Value) -> Result<Step, EventsError
     };
     let at = match map.remove("at") {
         Some(Value::String(s)) => parse_duration(&s).map_err(|e| err("at", e.to_string()))?,
-        Some(Value::Number(n)) => n
-            .as_f64()
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(std::time::Duration::from_secs_f64)
-            .ok_or_else(|| err("at", format!("{n} is not a duration")))?,
+        Some(Value::Number(n)) => {
+            let seconds = n.as_f64().unwrap_or(f64::NAN);
+            duration_from_seconds(seconds, &n.to_string()).map_err(|e| err("at", e.to_string()))?
+        }
         Some(other) => {
             return Err(err(
                 "at",

@@ -2,16 +2,23 @@
 
 use std::time::Duration;
 
+/// The longest duration any flag or trace may give: 100 years. Virtual time counts nanoseconds in
+/// 64 bits (584 years), so sums of a few such durations still fit, and a replay never reaches a
+/// time its clock cannot hold.
+pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{input:?} is not a duration (use a number with a unit, such as 250ms, 1.5s or 2m)")]
-pub struct DurationError {
-    pub input: String,
+pub enum DurationError {
+    #[error("{input:?} is not a duration (use a number with a unit, such as 250ms, 1.5s or 2m)")]
+    Malformed { input: String },
+    #[error("{input:?} is too long a duration: at most 100 years (876000h)")]
+    TooLong { input: String },
 }
 
 /// Parses a Go-style duration: one or more decimal numbers, each with a unit of ns, us (or µs),
 /// ms, s, m or h. A bare number counts as seconds. Negative durations are refused.
 pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
-    let err = || DurationError {
+    let err = || DurationError::Malformed {
         input: input.to_owned(),
     };
     let text = input.trim();
@@ -19,7 +26,7 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
         return Err(err());
     }
     if let Ok(seconds) = text.parse::<f64>() {
-        return seconds_to_duration(seconds).ok_or_else(err);
+        return duration_from_seconds(seconds, input);
     }
     let mut total = 0f64;
     let mut rest = text;
@@ -45,11 +52,22 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
         total += value * scale;
         rest = tail;
     }
-    seconds_to_duration(total).ok_or_else(err)
+    duration_from_seconds(total, input)
 }
 
-fn seconds_to_duration(seconds: f64) -> Option<Duration> {
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+/// A number of seconds as a duration, within [`MAX_DURATION`]; `input` names it in the error.
+pub fn duration_from_seconds(seconds: f64, input: &str) -> Result<Duration, DurationError> {
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(DurationError::Malformed {
+            input: input.to_owned(),
+        });
+    }
+    if seconds > MAX_DURATION.as_secs_f64() {
+        return Err(DurationError::TooLong {
+            input: input.to_owned(),
+        });
+    }
+    Ok(Duration::from_secs_f64(seconds))
 }
 
 /// A duration as seconds, the unit of `at` in the replay output.
@@ -71,8 +89,30 @@ mod tests {
         assert_eq!(parse_duration("1h30m"), Ok(ms(5_400_000)));
         assert_eq!(parse_duration("3"), Ok(ms(3000)));
         assert_eq!(parse_duration("100us"), Ok(Duration::from_micros(100)));
-        for bad in ["", "s", "5x", "-1s", "1.2.3s", "ms5"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
+        for bad in ["", "s", "5x", "-1s", "1.2.3s", "ms5", "NaN", "inf"] {
+            assert!(
+                matches!(parse_duration(bad), Err(DurationError::Malformed { .. })),
+                "{bad}"
+            );
         }
+    }
+
+    #[test]
+    fn durations_beyond_a_hundred_years_are_refused_not_a_panic() {
+        assert_eq!(parse_duration("876000h"), Ok(MAX_DURATION));
+        for long in [
+            "876000h1s",
+            "1e12",
+            "1e20",
+            "99999999999999999999h",
+            "300000000h",
+        ] {
+            assert!(
+                matches!(parse_duration(long), Err(DurationError::TooLong { .. })),
+                "{long}"
+            );
+        }
+        let message = parse_duration("1e20").unwrap_err().to_string();
+        assert!(message.contains("at most 100 years"), "{message}");
     }
 }

@@ -14,7 +14,9 @@ use crate::change::Change;
 use crate::sink::{Kind, Verb, WriteError};
 use crate::snapshot::Snapshot;
 
-pub use duration::{DurationError, format_seconds, parse_duration};
+pub use duration::{
+    DurationError, MAX_DURATION, duration_from_seconds, format_seconds, parse_duration,
+};
 pub use faults::{FaultCounts, FaultProfile};
 pub use run::{FaultReport, ReplayOptions, ReplayResult, TimedWrite, replay, replay_with_progress};
 

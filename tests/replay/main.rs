@@ -2,6 +2,7 @@
 //! semantics (batch period, slice-event delay, backoff, retry budget, token bucket) and the
 //! tracker (own writes ignored, edits and deletions by others repaired).
 
+mod durations;
 mod lost_endpoints;
 
 use std::process::Command;

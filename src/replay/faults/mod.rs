@@ -151,8 +151,13 @@ pub(super) struct Faults {
     stopped: bool,
 }
 
+/// The most faults of one scheduled kind (expiries, edits, restarts ...) a replay gets: a trace
+/// that spans years would otherwise schedule billions of them before it starts.
+const MAX_SCHEDULED_PER_KIND: usize = 1_000;
+
 impl Faults {
-    /// The faults of `profile` from time zero until `stop_at`.
+    /// The faults of `profile` from time zero until `stop_at`, at most
+    /// [`MAX_SCHEDULED_PER_KIND`] of each kind.
     pub fn new(profile: FaultProfile, seed: u64, stop_at: Duration) -> Faults {
         let mut rng = Rng::stream(seed, 0xfa17);
         let mut schedule: Vec<(Duration, Scheduled)> = Vec::new();
@@ -162,7 +167,7 @@ impl Faults {
             }
             let mean_gap = 60.0 / per_minute;
             let mut t = 0.0f64;
-            loop {
+            for _ in 0..MAX_SCHEDULED_PER_KIND {
                 // Exponential gaps; 1 - unit() is in (0, 1], so the logarithm is finite.
                 t += -mean_gap * (1.0 - rng.unit()).ln();
                 let Ok(at) = Duration::try_from_secs_f64(t) else {
