@@ -1,0 +1,6 @@
+// Package types mirrors k8s.io/apimachinery/pkg/types for the one type the
+// vector generator needs. The package NAME must stay "types": spew prints it.
+package types
+
+// UID is a type that holds unique ID values, including UUIDs.
+type UID string
