@@ -81,7 +81,7 @@ type sortedCase struct {
 	Objects []interface{} `json:"objects"`
 	MD5     []string      `json:"fnv128a"`
 	// Order[k] is the index in Objects of the element that comes k-th when
-	// the list is sorted by md5 bytes ascending (== md5 hex ascending).
+	// the list is sorted by hash bytes ascending (== hex ascending).
 	Order []int `json:"order"`
 }
 

@@ -1,14 +1,13 @@
 // Package v1 mirrors the subset of k8s.io/api/core/v1 that upstream hashes
 // when sorting Endpoints ports and subsets. The package NAME ("v1"), the type
 // names, the field names, the field ORDER and the field types must match
-// upstream exactly, because spew's "%#v" output (and so the md5) includes them.
+// upstream exactly, because spew's "%#v" output (and so the hash) includes them.
 // Checked against kubernetes/kubernetes staging/src/k8s.io/api/core/v1/types.go.
 // JSON tags are upstream's too, so encoding/json gives the API form.
 package v1
 
 import "k8s.io/apimachinery/pkg/types"
 
-// Protocol defines network protocols supported for things like container ports.
 type Protocol string
 
 const (
@@ -17,7 +16,6 @@ const (
 	ProtocolSCTP Protocol = "SCTP"
 )
 
-// ObjectReference contains enough information to let you inspect or modify the referred object.
 type ObjectReference struct {
 	Kind            string    `json:"kind,omitempty"`
 	Namespace       string    `json:"namespace,omitempty"`
@@ -28,14 +26,12 @@ type ObjectReference struct {
 	FieldPath       string    `json:"fieldPath,omitempty"`
 }
 
-// EndpointSubset is a group of addresses with a common set of ports.
 type EndpointSubset struct {
 	Addresses         []EndpointAddress `json:"addresses,omitempty"`
 	NotReadyAddresses []EndpointAddress `json:"notReadyAddresses,omitempty"`
 	Ports             []EndpointPort    `json:"ports,omitempty"`
 }
 
-// EndpointAddress is a tuple that describes single IP address.
 type EndpointAddress struct {
 	IP        string           `json:"ip"`
 	Hostname  string           `json:"hostname,omitempty"`
@@ -43,7 +39,6 @@ type EndpointAddress struct {
 	TargetRef *ObjectReference `json:"targetRef,omitempty"`
 }
 
-// EndpointPort is a tuple that describes a single port.
 type EndpointPort struct {
 	Name        string   `json:"name,omitempty"`
 	Port        int32    `json:"port"`

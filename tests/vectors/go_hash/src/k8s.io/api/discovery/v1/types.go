@@ -6,7 +6,6 @@ package v1
 
 import v1 "k8s.io/api/core/v1"
 
-// EndpointPort represents a Port used by an EndpointSlice.
 type EndpointPort struct {
 	Name        *string      `json:"name,omitempty"`
 	Protocol    *v1.Protocol `json:"protocol,omitempty"`

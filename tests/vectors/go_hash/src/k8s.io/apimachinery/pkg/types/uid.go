@@ -2,5 +2,4 @@
 // vector generator needs. The package NAME must stay "types": spew prints it.
 package types
 
-// UID is a type that holds unique ID values, including UUIDs.
 type UID string
