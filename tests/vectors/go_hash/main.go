@@ -1,5 +1,5 @@
 // Command go_hash writes test vectors for upstream Kubernetes' object hash,
-// hashutil.DeepHashObject(fnv.New128a(), obj) (Kubernetes 1.35 and later; MD5 before), as used to order Endpoints ports
+// hashutil.DeepHashObject(fnv.New128a(), obj) (Kubernetes 1.35 and later; Hash before), as used to order Endpoints ports
 // and subsets (pkg/api/v1/endpoints: portsByHash, subsetsByHash) and
 // EndpointSlice ports (endpointslice util: portsInOrder).
 //
@@ -61,7 +61,7 @@ func spewText(obj interface{}) string {
 type vector struct {
 	Object interface{} `json:"object"`
 	Spew   string      `json:"spew"`
-	MD5    string      `json:"fnv128a"`
+	Hash    string      `json:"fnv128a"`
 }
 
 func makeVector(obj interface{}) vector {
@@ -74,12 +74,12 @@ func makeVector(obj interface{}) vector {
 	if !bytes.Equal(sum, check.Sum(nil)) {
 		panic("hash of spew text differs from DeepHashObject")
 	}
-	return vector{Object: obj, Spew: text, MD5: hex.EncodeToString(sum)}
+	return vector{Object: obj, Spew: text, Hash: hex.EncodeToString(sum)}
 }
 
 type sortedCase struct {
 	Objects []interface{} `json:"objects"`
-	MD5     []string      `json:"fnv128a"`
+	Hash     []string      `json:"fnv128a"`
 	// Order[k] is the index in Objects of the element that comes k-th when
 	// the list is sorted by hash bytes ascending (== hex ascending).
 	Order []int `json:"order"`
@@ -90,16 +90,16 @@ func makeSortedCase(objs []interface{}) (sortedCase, bool) {
 	seen := map[string]bool{}
 	for _, o := range objs {
 		v := makeVector(o)
-		if seen[v.MD5] {
+		if seen[v.Hash] {
 			return c, false // duplicates would make the order ambiguous
 		}
-		seen[v.MD5] = true
-		c.MD5 = append(c.MD5, v.MD5)
+		seen[v.Hash] = true
+		c.Hash = append(c.Hash, v.Hash)
 	}
 	for i := range objs {
 		c.Order = append(c.Order, i)
 	}
-	sort.Slice(c.Order, func(a, b int) bool { return c.MD5[c.Order[a]] < c.MD5[c.Order[b]] })
+	sort.Slice(c.Order, func(a, b int) bool { return c.Hash[c.Order[a]] < c.Hash[c.Order[b]] })
 	return c, true
 }
 
