@@ -16,11 +16,11 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"hash/fnv"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash"
+	"hash/fnv"
 	"math/rand"
 	"os"
 	"sort"
@@ -61,7 +61,7 @@ func spewText(obj interface{}) string {
 type vector struct {
 	Object interface{} `json:"object"`
 	Spew   string      `json:"spew"`
-	Hash    string      `json:"fnv128a"`
+	Hash   string      `json:"fnv128a"`
 }
 
 func makeVector(obj interface{}) vector {
@@ -79,7 +79,7 @@ func makeVector(obj interface{}) vector {
 
 type sortedCase struct {
 	Objects []interface{} `json:"objects"`
-	Hash     []string      `json:"fnv128a"`
+	Hash    []string      `json:"fnv128a"`
 	// Order[k] is the index in Objects of the element that comes k-th when
 	// the list is sorted by hash bytes ascending (== hex ascending).
 	Order []int `json:"order"`
