@@ -6,23 +6,38 @@ use std::time::{Duration, Instant};
 
 use super::{cluster, fxhash};
 
-/// Runs `sliced` with a deadline: a replay that spins fails the test instead of hanging it.
+/// Runs `sliced` with a deadline: a replay that spins fails the test instead of hanging it. Its
+/// output goes to files, which never fill up as an unread pipe would.
 fn sliced_within(args: &[&str], deadline: Duration) -> Output {
+    let dir = std::env::temp_dir().join(format!("sliced-durations-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let name = format!("{:x}", fxhash(&args.join(" ")));
+    let (out_path, err_path) = (
+        dir.join(format!("{name}.out")),
+        dir.join(format!("{name}.err")),
+    );
     let mut child = Command::new(env!("CARGO_BIN_EXE_sliced"))
         .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stdout(Stdio::from(std::fs::File::create(&out_path).expect("out")))
+        .stderr(Stdio::from(std::fs::File::create(&err_path).expect("err")))
         .spawn()
         .expect("run sliced");
     let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
         if start.elapsed() > deadline {
             let _ = child.kill();
             panic!("sliced {args:?} still running after {deadline:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: std::fs::read(&out_path).expect("read out"),
+        stderr: std::fs::read(&err_path).expect("read err"),
     }
-    child.wait_with_output().expect("output")
 }
 
 fn trace_file(text: &str) -> String {
