@@ -362,29 +362,36 @@ impl Engine {
                 namespace,
                 name,
                 uid,
-            } => {
-                let key = ServiceKey::new(namespace, name);
-                // Our own create of a recreated Service's Endpoints can be fed back before the
-                // watch delivers the old object's deletion: that deletion is of another object.
-                let newer = self.endpoints_store.get(&key).is_some_and(|held| {
-                    !uid.is_empty() && !held.meta.uid.is_empty() && held.meta.uid != *uid
-                });
-                if newer {
-                    return;
-                }
-                // An informer tells of the deletion of an object it held, and of nothing else.
-                let Some(old) = self.endpoints_store.remove(&key) else {
-                    return;
-                };
-                if let Some(controller) = &self.mirroring {
-                    controller.endpoints_changed(Some(&old), None);
-                }
-                if let Some(controller) = &self.endpoints {
-                    controller.deleted(key);
-                }
-            }
+            } => self.endpoints_deleted(namespace, name, uid, Origin::Watch),
             // Namespaces matter to the API server: creates into a terminating one fail.
             Change::Namespace(_) | Change::NamespaceDeleted { .. } => {}
+        }
+    }
+
+    fn endpoints_deleted(&self, namespace: &Name, name: &Name, uid: &Name, origin: Origin) {
+        let key = ServiceKey::new(namespace, name);
+        // Our own create of a recreated Service's Endpoints can be fed back before the watch
+        // delivers the old object's deletion: that deletion is of another object.
+        let newer = self.endpoints_store.get(&key).is_some_and(|held| {
+            !uid.is_empty() && !held.meta.uid.is_empty() && held.meta.uid != *uid
+        });
+        if newer {
+            return;
+        }
+        // An informer tells of the deletion of an object it held, and of nothing else.
+        let Some(old) = self.endpoints_store.remove(&key) else {
+            return;
+        };
+        if let Some(controller) = &self.mirroring {
+            controller.endpoints_changed(Some(&old), None);
+        }
+        // The engine's own delete syncs nothing again: a second sync could only delete again,
+        // answered NotFound, and may find the object back in the store for a moment, as a late
+        // watch event of it (its create) arrives before the watch tells of the delete.
+        if origin == Origin::Watch
+            && let Some(controller) = &self.endpoints
+        {
+            controller.deleted(key);
         }
     }
 
@@ -607,11 +614,14 @@ impl Engine {
                     Origin::OwnWrite,
                 );
             }
-            Object::Endpoints(e) => self.handle(&Change::EndpointsDeleted {
-                namespace: e.meta.namespace.clone(),
-                name: e.meta.name.clone(),
-                uid: e.meta.uid.clone(),
-            }),
+            Object::Endpoints(e) => {
+                self.endpoints_deleted(
+                    &e.meta.namespace,
+                    &e.meta.name,
+                    &e.meta.uid,
+                    Origin::OwnWrite,
+                );
+            }
         };
         for w in &record.writes {
             match (&w.verb, &w.object) {

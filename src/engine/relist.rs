@@ -139,4 +139,58 @@ mod tests {
         engine.handle(&deleted(""));
         assert_eq!(held(&engine), None);
     }
+
+    /// The watch can deliver the create of an Endpoints after the engine has deleted it (its own
+    /// create, then its own delete, both fed back at once): the object is back in the store until
+    /// the watch tells of the delete. The engine's own delete queues no sync, so none meets it
+    /// there and deletes again.
+    #[test]
+    fn an_endpoints_is_deleted_once_though_a_late_event_brings_it_back() {
+        use crate::sink::memory::MemorySink;
+        use crate::sink::{Kind, Object, Sink, Verb};
+
+        let engine = Engine::new(
+            EngineOptions {
+                controllers: Controllers::ALL,
+                ..EngineOptions::default()
+            },
+            Arc::new(VirtualClock::new()),
+        );
+        let sink = MemorySink::new(1);
+        let Change::Endpoints(leftover) = endpoints("") else {
+            unreachable!("endpoints() gives an Endpoints change")
+        };
+        let Ok(Object::Endpoints(created)) = sink.create(Object::Endpoints(leftover)) else {
+            panic!("the memory sink refused a create");
+        };
+        let late = Change::Endpoints(Arc::clone(&created));
+        engine.handle(&late);
+        sink.take_writes();
+
+        // Its Service is gone: the start-up check deletes it.
+        engine.start();
+        let endpoints_syncs = |records: Vec<crate::engine::SyncRecord>| {
+            records
+                .into_iter()
+                .filter(|r| r.controller == crate::engine::ENDPOINTS_CONTROLLER)
+                .collect::<Vec<_>>()
+        };
+        let first = endpoints_syncs(engine.sync_ready(&sink));
+        assert_eq!(first.len(), 1, "{first:?}");
+        let deletes: Vec<_> = sink
+            .take_writes()
+            .into_iter()
+            .map(|w| (w.verb, w.sent.kind()))
+            .collect();
+        assert_eq!(deletes, [(Verb::Delete, Kind::Endpoints)]);
+
+        engine.handle(&late);
+        let again = endpoints_syncs(engine.sync_ready(&sink));
+        assert!(again.is_empty(), "synced again: {again:?}");
+        engine.handle(&deleted(&created.meta.uid.to_string()));
+        assert_eq!(
+            engine.stored_endpoints(&ServiceKey::new("default", "web")),
+            None
+        );
+    }
 }
