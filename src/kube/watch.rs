@@ -1,18 +1,24 @@
 //! Watches of the kinds the engine reads, turned into engine input. Objects are converted into
 //! the compact model as they arrive and the API types dropped at once, so that nothing but the
 //! index holds the cluster.
+//!
+//! The list-then-watch loop is sliced's own rather than kube-runtime's watcher: the watcher
+//! resumes a watch that ended or broke without a word to its caller, so a restart of the API
+//! server that the watches ride out at the same resourceVersion could not be counted.
 
 use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::Arc;
+use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::api::{ListParams, WatchEvent, WatchParams};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
+use tokio::time::Instant;
 
 use super::convert::{
     ConvertError, WatchedPod, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s,
@@ -40,7 +46,7 @@ pub enum Input {
         object: String,
         error: ConvertError,
     },
-    /// The watch failed; the watcher retries with backoff and relists.
+    /// The watch failed; it is resumed or relisted, with backoff.
     WatchError {
         kind: ChangeKind,
         message: String,
@@ -52,7 +58,8 @@ pub enum Input {
 pub struct Counters {
     /// Objects delivered (listed or watched).
     pub events: PlainCounter,
-    /// Relists: after an expired resource version, a dropped connection or an error.
+    /// Restarts after the first list: once per outage (an error, a watch the server ended early,
+    /// an expired resource version), whether the watch then relists or resumes where it was.
     pub restarts: PlainCounter,
 }
 
@@ -76,47 +83,121 @@ pub fn spawn(
     out: Sender<Input>,
     counters: Counters,
 ) -> tokio::task::JoinHandle<()> {
-    let config = watcher::Config::default().page_size(page_size);
+    let feed = Feed {
+        kind,
+        out,
+        counters,
+    };
     match kind {
         ChangeKind::Service => tokio::spawn(watch::<core::Service>(
             Api::all(client),
-            kind,
-            config,
-            (out, counters.clone()),
+            page_size,
+            feed,
             |s| service_from_k8s(s).map(Change::Service),
         )),
         // Decoded into the fields the controllers read: pods are most of a cluster's bytes.
         ChangeKind::Pod => tokio::spawn(watch::<WatchedPod>(
             Api::all(client),
-            kind,
-            config,
-            (out, counters.clone()),
+            page_size,
+            feed,
             |p| pod_from_watched(p).map(Change::Pod),
         )),
         ChangeKind::Node => tokio::spawn(watch::<core::Node>(
             Api::all(client),
-            kind,
-            config,
-            (out, counters.clone()),
+            page_size,
+            feed,
             |n| node_from_k8s(n).map(Change::Node),
         )),
         ChangeKind::EndpointSlice => tokio::spawn(watch::<discovery::EndpointSlice>(
             Api::all(client),
-            kind,
-            config,
-            (out, counters.clone()),
+            page_size,
+            feed,
             |s| endpoint_slice_from_k8s(s).map(|s| Change::EndpointSlice(Arc::new(s))),
         )),
         ChangeKind::Endpoints => tokio::spawn(watch::<core::Endpoints>(
             Api::all(client),
-            kind,
-            config,
-            (out, counters.clone()),
+            page_size,
+            feed,
             |e| endpoints_from_k8s(e).map(|e| Change::Endpoints(Arc::new(e))),
         )),
         // Nothing the engine does depends on namespaces: the API server refuses creates in a
         // terminating one, and the sink reports it.
         ChangeKind::Namespace => tokio::spawn(async {}),
+    }
+}
+
+/// How long the server keeps a watch open before it ends it (client-go's and kube-runtime's).
+const WATCH_TIMEOUT: Duration = Duration::from_secs(290);
+/// A watch that ended this much sooner than asked was cut short: the server went away (a
+/// restart, a connection lost), not a timeout.
+const EARLY_END_MARGIN: Duration = Duration::from_secs(5);
+/// No event or bookmark for the timeout and this much more: the connection is dead.
+const IDLE_MARGIN: Duration = Duration::from_secs(5);
+/// A watch stream open this long was working, whatever it delivered: a failure after it is
+/// another outage. (A server that answers a resume with 410 does so at once.)
+const WORKED_AFTER: Duration = Duration::from_secs(5);
+/// The retry delays after failures: kube-runtime's default backoff.
+const BACKOFF_MIN: Duration = Duration::from_millis(800);
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Where a watch delivers.
+struct Feed {
+    kind: ChangeKind,
+    out: Sender<Input>,
+    counters: Counters,
+}
+
+/// The engine's thread has gone: the watch stops.
+struct Closed;
+
+impl Feed {
+    fn send(&self, input: Input) -> Result<(), Closed> {
+        self.out.send(input).map_err(|_| Closed)
+    }
+
+    fn error(&self, message: String) -> Result<(), Closed> {
+        self.send(Input::WatchError {
+            kind: self.kind,
+            message,
+        })
+    }
+
+    fn object<K: Resource>(
+        &self,
+        object: &K,
+        convert: &impl Fn(&K) -> Result<Change, ConvertError>,
+    ) -> Result<(), Closed> {
+        self.counters.events.inc();
+        let input = match convert(object) {
+            Ok(change) => Input::Change(change),
+            Err(error) => {
+                let (namespace, name) = key_of(object);
+                Input::Invalid {
+                    kind: self.kind,
+                    object: if namespace.is_empty() {
+                        name.to_string()
+                    } else {
+                        format!("{namespace}/{name}")
+                    },
+                    error,
+                }
+            }
+        };
+        self.send(input)
+    }
+
+    fn deleted<K: Resource>(&self, object: &K) -> Result<(), Closed> {
+        self.counters.events.inc();
+        let (namespace, name) = key_of(object);
+        let uid = object
+            .meta()
+            .uid
+            .as_deref()
+            .map(Name::new)
+            .unwrap_or_default();
+        self.send(Input::Change(Change::deleted_with_uid(
+            self.kind, namespace, name, uid,
+        )))
     }
 }
 
@@ -128,97 +209,359 @@ fn key_of<K: Resource>(object: &K) -> (Name, Name) {
     )
 }
 
+/// Counts a watch's restarts: once per outage, from the end of its first list on. An outage
+/// begins with any failure and ends when the watch is seen working again (an event, a bookmark,
+/// a list, a stream that lasted): the retries, relists and failed resumes in between are the
+/// same restart.
+#[derive(Debug)]
+struct Restarts {
+    counter: PlainCounter,
+    listed: bool,
+    down: bool,
+}
+
+impl Restarts {
+    fn new(counter: PlainCounter) -> Self {
+        Restarts {
+            counter,
+            listed: false,
+            down: false,
+        }
+    }
+
+    /// The watch failed. Returns whether this begins an outage (and was counted, after the
+    /// first list).
+    fn failed(&mut self) -> bool {
+        let begins = !self.down;
+        if begins && self.listed {
+            self.counter.inc();
+        }
+        self.down = true;
+        begins
+    }
+
+    fn working(&mut self) {
+        self.down = false;
+    }
+
+    fn listed(&mut self) {
+        self.listed = true;
+        self.down = false;
+    }
+}
+
+/// Exponential delays with jitter, from `BACKOFF_MIN` up to `BACKOFF_MAX`.
+struct Backoff {
+    next: Duration,
+    rng: crate::sim::Rng,
+}
+
+impl Backoff {
+    fn new(kind: ChangeKind) -> Self {
+        // Seeded apart per process and kind: replicas and watches that failed together do not
+        // all retry together.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        let seed = kind
+            .as_str()
+            .bytes()
+            .chain(std::process::id().to_le_bytes())
+            .fold(now ^ 0x9e37_79b9_7f4a_7c15, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            });
+        Backoff {
+            next: BACKOFF_MIN,
+            rng: crate::sim::Rng::new(seed),
+        }
+    }
+
+    fn reset(&mut self) {
+        self.next = BACKOFF_MIN;
+    }
+
+    async fn wait(&mut self) {
+        let delay = self.next.mul_f64(0.5 + self.rng.unit()).min(BACKOFF_MAX);
+        self.next = (self.next * 2).min(BACKOFF_MAX);
+        tokio::time::sleep(delay).await;
+    }
+}
+
+/// How a watch request's stream ended.
+enum Ended {
+    /// At the server's timeout: resume where it was.
+    Normally,
+    /// Cut short, broken or silent: resume from the resource version held.
+    Resume(String),
+    /// The resource version is too old (410), or an event carried none: list again.
+    Relist(String),
+}
+
+/// How a list ended.
+enum Listing {
+    /// Every object delivered; the watch starts at this resource version.
+    Done(String),
+    Failed(String),
+}
+
+fn is_expired(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 410)
+}
+
 async fn watch<K>(
     api: Api<K>,
-    kind: ChangeKind,
-    config: watcher::Config,
-    (out, counters): (Sender<Input>, Counters),
+    page_size: u32,
+    feed: Feed,
     convert: impl Fn(&K) -> Result<Change, ConvertError> + Send + 'static,
 ) where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    K::DynamicType: Default,
 {
-    let mut stream = watcher(api, config).default_backoff().boxed();
+    // Ends when the engine's thread has gone.
+    let _closed: Result<(), Closed> = list_and_watch(&api, page_size, &feed, &convert).await;
+}
+
+async fn list_and_watch<K>(
+    api: &Api<K>,
+    page_size: u32,
+    feed: &Feed,
+    convert: &impl Fn(&K) -> Result<Change, ConvertError>,
+) -> Result<(), Closed>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+{
+    let mut restarts = Restarts::new(feed.counters.restarts.clone());
+    let mut backoff = Backoff::new(feed.kind);
     let mut lists = 0u64;
-    // From a failure (counted as a restart) to the next event that carries objects: the failed
-    // retries and relists in between are the same restart.
-    let mut failed = false;
-    // The keys of the list in progress, when it replaces an earlier one.
-    let mut seen: Option<HashSet<(Name, Name)>> = None;
-    let apply = |object: &K| match convert(object) {
-        Ok(change) => Input::Change(change),
-        Err(error) => {
-            let (namespace, name) = key_of(object);
-            Input::Invalid {
-                kind,
-                object: if namespace.is_empty() {
-                    name.to_string()
-                } else {
-                    format!("{namespace}/{name}")
-                },
-                error,
-            }
-        }
+    // Where the watch resumes; none: list first.
+    let mut resume: Option<String> = None;
+    let params = WatchParams {
+        bookmarks: true,
+        timeout: u32::try_from(WATCH_TIMEOUT.as_secs()).ok(),
+        ..WatchParams::default()
     };
-    while let Some(event) = stream.next().await {
-        if matches!(
-            event,
-            Ok(watcher::Event::InitApply(_) | watcher::Event::Apply(_) | watcher::Event::Delete(_))
-        ) {
-            counters.events.inc();
-        }
-        let input = match event {
-            Ok(watcher::Event::Init) => {
-                seen = (lists > 0).then(HashSet::new);
-                if lists > 0 && !failed {
-                    counters.restarts.inc();
+    loop {
+        let mut version = match resume.take() {
+            Some(version) => version,
+            None => {
+                if lists > 0 {
+                    restarts.failed();
                 }
-                continue;
-            }
-            Ok(watcher::Event::InitApply(object)) => {
-                if let Some(seen) = &mut seen {
-                    seen.insert(key_of(&object));
-                }
-                apply(&object)
-            }
-            Ok(watcher::Event::InitDone) => {
-                lists += 1;
-                Input::Listed {
-                    kind,
-                    seen: seen.take(),
-                }
-            }
-            Ok(watcher::Event::Apply(object)) => apply(&object),
-            Ok(watcher::Event::Delete(object)) => {
-                let (namespace, name) = key_of(&object);
-                let uid = object
-                    .meta()
-                    .uid
-                    .as_deref()
-                    .map(Name::new)
-                    .unwrap_or_default();
-                Input::Change(Change::deleted_with_uid(kind, namespace, name, uid))
-            }
-            Err(error) => {
-                // The watch is re-established (or relisted) with backoff: a restart, as after
-                // an API server restart, even when the resourceVersion is still valid and no
-                // relist follows.
-                if !failed {
-                    counters.restarts.inc();
-                }
-                failed = true;
-                Input::WatchError {
-                    kind,
-                    message: error.to_string(),
+                match list(api, page_size, lists > 0, feed, convert).await? {
+                    Listing::Done(version) => {
+                        lists += 1;
+                        restarts.listed();
+                        backoff.reset();
+                        version
+                    }
+                    Listing::Failed(message) => {
+                        restarts.failed();
+                        feed.error(message)?;
+                        backoff.wait().await;
+                        continue;
+                    }
                 }
             }
         };
-        if !matches!(input, Input::WatchError { .. }) {
-            failed = false;
+        let stream = match api.watch(&params, &version).await {
+            Ok(stream) => stream.boxed(),
+            Err(error) => {
+                restarts.failed();
+                if !is_expired(&error) {
+                    resume = Some(version);
+                }
+                feed.error(format!("starting the watch: {error}"))?;
+                backoff.wait().await;
+                continue;
+            }
+        };
+        let opened = Instant::now();
+        let ended = read(stream, &mut version, feed, convert, &mut restarts).await?;
+        if opened.elapsed() >= WORKED_AFTER {
+            restarts.working();
         }
-        if out.send(input).is_err() {
-            // The engine has stopped.
-            return;
+        match ended {
+            Ended::Normally => {
+                backoff.reset();
+                resume = Some(version);
+            }
+            Ended::Resume(message) => {
+                // The first failure resumes at once (the server may be back already); another
+                // before the watch worked again waits.
+                let first = restarts.failed();
+                feed.error(message)?;
+                if !first {
+                    backoff.wait().await;
+                }
+                resume = Some(version);
+            }
+            Ended::Relist(message) => {
+                restarts.failed();
+                feed.error(message)?;
+                backoff.wait().await;
+            }
         }
+    }
+}
+
+/// Lists every object of the kind, page by page, into the feed.
+async fn list<K>(
+    api: &Api<K>,
+    page_size: u32,
+    relist: bool,
+    feed: &Feed,
+    convert: &impl Fn(&K) -> Result<Change, ConvertError>,
+) -> Result<Listing, Closed>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let mut seen = relist.then(HashSet::new);
+    let mut params = ListParams::default().limit(page_size);
+    loop {
+        let page = match api.list(&params).await {
+            Ok(page) => page,
+            Err(error) => return Ok(Listing::Failed(format!("listing: {error}"))),
+        };
+        for object in &page.items {
+            if let Some(seen) = &mut seen {
+                seen.insert(key_of(object));
+            }
+            feed.object(object, convert)?;
+        }
+        match page.metadata.continue_.filter(|t| !t.is_empty()) {
+            Some(token) => params.continue_token = Some(token),
+            None => {
+                let Some(version) = page.metadata.resource_version.filter(|v| !v.is_empty()) else {
+                    return Ok(Listing::Failed(
+                        "the list carried no resourceVersion".to_string(),
+                    ));
+                };
+                feed.send(Input::Listed {
+                    kind: feed.kind,
+                    seen,
+                })?;
+                return Ok(Listing::Done(version));
+            }
+        }
+    }
+}
+
+/// Reads one watch request's events into the feed until its stream ends; `version` follows
+/// them.
+async fn read<K>(
+    mut stream: futures::stream::BoxStream<'static, kube::Result<WatchEvent<K>>>,
+    version: &mut String,
+    feed: &Feed,
+    convert: &impl Fn(&K) -> Result<Change, ConvertError>,
+    restarts: &mut Restarts,
+) -> Result<Ended, Closed>
+where
+    K: Resource,
+{
+    let opened = Instant::now();
+    let idle = WATCH_TIMEOUT + IDLE_MARGIN;
+    loop {
+        let Ok(item) = tokio::time::timeout(idle, stream.next()).await else {
+            return Ok(Ended::Resume(format!(
+                "no event or bookmark for {} s: reconnecting",
+                idle.as_secs()
+            )));
+        };
+        let event = match item {
+            None if opened.elapsed() + EARLY_END_MARGIN >= WATCH_TIMEOUT => {
+                return Ok(Ended::Normally);
+            }
+            None => {
+                return Ok(Ended::Resume(
+                    "the API server ended the watch early".to_string(),
+                ));
+            }
+            // One event that does not decode spoils nothing else: the stream goes on.
+            Some(Err(kube::Error::SerdeError(error))) => {
+                tracing::warn!(
+                    kind = feed.kind.as_str(),
+                    error = %error,
+                    "ignoring a watch event that cannot be decoded"
+                );
+                continue;
+            }
+            Some(Err(error)) if is_expired(&error) => {
+                return Ok(Ended::Relist(format!("watch: {error}")));
+            }
+            Some(Err(error)) => return Ok(Ended::Resume(format!("watch: {error}"))),
+            Some(Ok(event)) => event,
+        };
+        match event {
+            WatchEvent::Added(object) | WatchEvent::Modified(object) => {
+                let Some(at) = resource_version(&object) else {
+                    return Ok(Ended::Relist(
+                        "an event carried no resourceVersion".to_string(),
+                    ));
+                };
+                *version = at;
+                restarts.working();
+                feed.object(&object, convert)?;
+            }
+            WatchEvent::Deleted(object) => {
+                let Some(at) = resource_version(&object) else {
+                    return Ok(Ended::Relist(
+                        "an event carried no resourceVersion".to_string(),
+                    ));
+                };
+                *version = at;
+                restarts.working();
+                feed.deleted(&object)?;
+            }
+            WatchEvent::Bookmark(bookmark) => {
+                *version = bookmark.metadata.resource_version;
+                restarts.working();
+            }
+            WatchEvent::Error(status) if status.code == 410 => {
+                return Ok(Ended::Relist(format!("watch: {}", status.message)));
+            }
+            WatchEvent::Error(status) => {
+                return Ok(Ended::Resume(format!(
+                    "watch: {} ({})",
+                    status.message, status.code
+                )));
+            }
+        }
+    }
+}
+
+fn resource_version<K: Resource>(object: &K) -> Option<String> {
+    object
+        .meta()
+        .resource_version
+        .clone()
+        .filter(|v| !v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_outage_is_one_restart_however_many_retries() {
+        let counter = PlainCounter::default();
+        let mut restarts = Restarts::new(counter.clone());
+        // Failures before the first list are not restarts.
+        assert!(restarts.failed());
+        restarts.listed();
+        assert_eq!(counter.get(), 0);
+
+        // An outage: the stream ends early, resumes fail, the resume is refused as expired, a
+        // relist fails, a relist succeeds.
+        assert!(restarts.failed());
+        assert!(!restarts.failed());
+        assert!(!restarts.failed());
+        restarts.listed();
+        assert_eq!(counter.get(), 1);
+
+        // Another, after which the watch resumes where it was and works (a bookmark).
+        assert!(restarts.failed());
+        restarts.working();
+        assert_eq!(counter.get(), 2);
+        assert!(restarts.failed());
+        assert_eq!(counter.get(), 3);
     }
 }

@@ -115,7 +115,7 @@ impl OwnMetrics {
             ),
             watch_restarts: x.add(
                 "sliced_watch_restarts_total",
-                "Watches restarted (errors, expired resource versions), by kind",
+                "Watch restarts after the first list, once per outage (errors, streams the server ended early, expired resource versions), by kind",
                 Family::default(),
             ),
             dry_run: DryRunMetrics {

@@ -197,6 +197,12 @@ impl FakeApiServer {
         self.shared.lock().keep_uids = true;
     }
 
+    /// From now on, deleting a Service leaves its Endpoints (as when the API server's own delete
+    /// of them fails): deleting them is left to the endpoints controller or another actor.
+    pub fn keep_endpoints_of_deleted_services(&self) {
+        self.shared.lock().services_take_endpoints = false;
+    }
+
     pub fn builder() -> Builder {
         Builder {
             window: 10_000,
@@ -359,6 +365,12 @@ impl FakeApiServer {
     /// its last rv gets 410 Expired and must relist.
     pub fn expire_watches(&self) {
         self.shared.lock().compact_all();
+    }
+
+    /// Ends every open watch, as an API server going away does, history kept: a client resuming
+    /// at its last rv gets what it missed, with no relist.
+    pub fn drop_watches(&self) {
+        self.shared.lock().drop_watches();
     }
 
     /// Sends a BOOKMARK at the current rv on every watch that allows them.

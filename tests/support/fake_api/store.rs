@@ -148,6 +148,9 @@ pub struct State {
     /// Creates keep a uid they carry, as a restore from a backup does (tests that load objects
     /// whose contents depend on uids).
     pub keep_uids: bool,
+    /// A Service's deletion deletes its Endpoints, as kube-apiserver's Service storage does
+    /// (default); off, they stay for another actor (or the endpoints controller) to delete.
+    pub services_take_endpoints: bool,
 }
 
 impl State {
@@ -162,6 +165,7 @@ impl State {
             faults: Faults::default(),
             gc: Gc::new(auto_gc),
             keep_uids: false,
+            services_take_endpoints: true,
         }
     }
 
@@ -232,6 +236,15 @@ impl State {
         table
             .watchers
             .retain(|w| w.tx.send(Msg::Change(change.clone())).is_ok());
+    }
+
+    /// Ends every open watch, history kept: a client resumes where it was.
+    pub fn drop_watches(&mut self) {
+        for table in &mut self.tables {
+            for w in table.watchers.drain(..) {
+                w.kill();
+            }
+        }
     }
 
     /// Forgets every history (as an etcd compaction would) and ends every watch.
