@@ -22,6 +22,7 @@ use crate::change::ChangeKind;
 use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord};
 use crate::index::ServiceKey;
 use crate::metrics::Metrics;
+use crate::model::Name;
 use crate::queue::{Clock, SystemClock};
 use crate::reconcile::{Event, EventType};
 use crate::sink::Sink;
@@ -447,35 +448,42 @@ impl EngineLoop {
         report.export(self.metrics.dry_run());
     }
 
-    /// The service a change of a slice, an Endpoints or a Service concerns.
-    fn service_of(&self, change: &crate::change::Change) -> Option<ServiceKey> {
+    /// Shadow mode: notes the services a change of a slice, an Endpoints or a Service concerns.
+    /// A slice whose service label changed concerns the service it left as well.
+    fn touch(&mut self, change: &crate::change::Change) {
         use crate::change::Change;
-        match change {
-            Change::Service(s) => Some(ServiceKey::of(s)),
+        let slice_service = |namespace: &Name, name: &Name| {
+            let held = self.engine.stored_slice(namespace, name)?;
+            Some(ServiceKey::new(namespace, held.service_name()?))
+        };
+        let (key, left) = match change {
+            Change::Service(s) => (Some(ServiceKey::of(s)), None),
             Change::ServiceDeleted { namespace, name }
             | Change::EndpointsDeleted {
                 namespace, name, ..
-            } => Some(ServiceKey::new(namespace, name)),
-            Change::Endpoints(e) => Some(ServiceKey::new(&e.meta.namespace, &e.meta.name)),
-            Change::EndpointSlice(slice) => Some(ServiceKey::new(
-                &slice.meta.namespace,
-                slice.service_name()?,
-            )),
+            } => (Some(ServiceKey::new(namespace, name)), None),
+            Change::Endpoints(e) => (Some(ServiceKey::new(&e.meta.namespace, &e.meta.name)), None),
+            Change::EndpointSlice(slice) => (
+                slice
+                    .service_name()
+                    .map(|service| ServiceKey::new(&slice.meta.namespace, service)),
+                slice_service(&slice.meta.namespace, &slice.meta.name),
+            ),
             Change::EndpointSliceDeleted { namespace, name } => {
-                let held = self.engine.stored_slice(namespace, name)?;
-                Some(ServiceKey::new(namespace, held.service_name()?))
+                (slice_service(namespace, name), None)
             }
-            _ => None,
-        }
+            _ => (None, None),
+        };
+        self.touched.extend(key);
+        self.touched.extend(left);
     }
 
     fn take(&mut self, input: Input) {
         match input {
             Input::Change(change) => {
-                if self.dry_run.is_some()
-                    && let Some(key) = self.service_of(&change)
-                {
-                    self.touched.push(key);
+                // Before the engine forgets the slice a deletion names.
+                if self.dry_run.is_some() {
+                    self.touch(&change);
                 }
                 self.engine.handle(&change);
             }

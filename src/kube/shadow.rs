@@ -1,7 +1,10 @@
 //! Shadow mode (`run --dry-run`): every write the engine would make is reported instead of sent.
 //! A write sliced would make is exactly a place where the cluster differs from what sliced would
 //! leave: the report keeps, per service and controller, the writes of its latest sync, so a
-//! service that converges (its next sync writes nothing) drops out of it.
+//! service that converges (its next sync writes nothing) drops out of it. Upstream's rules queue
+//! no sync when another controller creates or updates an Endpoints, so the run loop also rechecks
+//! a service in the report against a full sync of the engine's view whenever its slices,
+//! Endpoints or Service change ([`DryRunReport::revalidate`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;

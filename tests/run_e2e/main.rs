@@ -6,8 +6,10 @@ mod fake_api;
 #[path = "../support/run_harness.rs"]
 mod run_harness;
 
+mod deletes;
 mod restarts;
 mod resync;
+mod shadow;
 mod takeover;
 
 use std::time::{Duration, Instant};

@@ -435,7 +435,7 @@ impl State {
             // Deleted as stored: a finalizer change that left none is never written.
             let stored = old.value();
             let last = self.purge(res, ns, name, stored);
-            if k.plural == "services" {
+            if k.plural == "services" && self.services_take_endpoints {
                 // kube-apiserver's Service storage deletes the Endpoints of the same name with it.
                 if let Some(endpoints) = super::resources::by_name("endpoints")
                     && let Some(held) = self.get(endpoints, ns, name)
