@@ -82,7 +82,6 @@ impl SelectorCache {
     pub(crate) fn for_each_match(&self, labels: &Labels, mut f: impl FnMut(&Arc<Service>)) {
         if !self.by_pair.is_empty() {
             for (k, v) in labels.iter() {
-                // Label names are interned: these clones touch no reference count.
                 let Some(bucket) = self.by_pair.get(&(k.clone(), v.clone())) else {
                     continue;
                 };

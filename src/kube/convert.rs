@@ -206,7 +206,7 @@ pub(crate) fn meta_from_k8s(m: &ObjectMeta, rules: MetaRules) -> Result<Meta, Co
         creation_timestamp: time(&m.creation_timestamp),
         deletion_timestamp: time(&m.deletion_timestamp),
         labels: labels(&m.labels),
-        annotations: labels(&m.annotations),
+        annotations: annotations(&m.annotations),
     })
 }
 
@@ -309,6 +309,12 @@ pub(crate) fn time(t: &Option<Time>) -> Option<Timestamp> {
 
 pub(crate) fn labels(m: &Option<BTreeMap<String, String>>) -> Labels {
     m.as_ref().map(Labels::from_pairs).unwrap_or_default()
+}
+
+pub(crate) fn annotations(m: &Option<BTreeMap<String, String>>) -> Labels {
+    m.as_ref()
+        .map(Labels::annotations_from_pairs)
+        .unwrap_or_default()
 }
 
 pub(crate) fn labels_to_k8s(l: &Labels) -> Option<BTreeMap<String, String>> {

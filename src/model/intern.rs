@@ -1,9 +1,10 @@
-//! Interned strings: namespaces, names and label keys and values repeat across thousands of objects,
-//! so each distinct string is stored once and shared.
+//! Interned strings: namespaces, node names, zones, label keys and the label values selectors read
+//! repeat across thousands of objects, so each distinct string is stored once and shared.
 //!
-//! A `Name` is a thin pointer (8 bytes). Interned names live for the life of the process, so they are
-//! made static: cloning or dropping one touches no reference count. Other names (pod names, UIDs)
-//! are reference counted and freed with their last owner.
+//! A `Name` is a thin pointer (8 bytes), reference counted. The interner forgets a string once only
+//! it holds it (swept as a shard doubles), so a controller that runs for weeks over a churning
+//! cluster holds the strings of the objects it holds, not of every object it ever saw. Strings that
+//! rarely repeat (pod names, UIDs, annotation values) are never interned.
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -83,14 +84,29 @@ impl From<&str> for Name {
 }
 
 const SHARDS: usize = 16;
+/// A shard is first swept when it holds this many strings.
+const FIRST_SWEEP: usize = 64;
+
+/// One shard of the strings in use. Strings only the shard holds are dropped when the shard has
+/// doubled since it was last swept: the sweeps cost O(1) per interned string, and a string outlives
+/// its last user by no more than that.
+struct Shard {
+    names: HashSet<ArcStr, RandomState>,
+    sweep_at: usize,
+}
 
 struct Interner {
-    shards: [Mutex<HashSet<ArcStr, RandomState>>; SHARDS],
+    shards: [Mutex<Shard>; SHARDS],
     hasher: RandomState,
 }
 
 static INTERNER: LazyLock<Interner> = LazyLock::new(|| Interner {
-    shards: std::array::from_fn(|_| Mutex::new(HashSet::with_hasher(RandomState::new()))),
+    shards: std::array::from_fn(|_| {
+        Mutex::new(Shard {
+            names: HashSet::with_hasher(RandomState::new()),
+            sweep_at: FIRST_SWEEP,
+        })
+    }),
     hasher: RandomState::new(),
 });
 
@@ -99,15 +115,25 @@ static INTERNER: LazyLock<Interner> = LazyLock::new(|| Interner {
 pub fn intern(s: &str) -> Name {
     let interner = &*INTERNER;
     let shard = (interner.hasher.hash_one(s) as usize) % SHARDS;
-    let mut set = interner.shards[shard].lock();
-    if let Some(existing) = set.get(s) {
+    let mut shard = interner.shards[shard].lock();
+    if let Some(existing) = shard.names.get(s) {
         return Name(existing.clone());
     }
+    if shard.names.len() >= shard.sweep_at {
+        // Held by the shard alone (a count of 1); literals (no count) are kept.
+        shard
+            .names
+            .retain(|n| ArcStr::strong_count(n).is_none_or(|count| count > 1));
+        shard.sweep_at = shard.names.len().saturating_mul(2).max(FIRST_SWEEP);
+    }
     let name = ArcStr::from(s);
-    // Interned names are never freed: make them static so clones and drops cost nothing.
-    let _: &'static str = name.leak();
-    set.insert(name.clone());
+    shard.names.insert(name.clone());
     Name(name)
+}
+
+/// The number of strings the interner holds (those in use, and those not yet swept).
+pub fn interned_count() -> usize {
+    INTERNER.shards.iter().map(|s| s.lock().names.len()).sum()
 }
 
 #[cfg(test)]
@@ -119,9 +145,41 @@ mod tests {
         let a = intern("kube-system");
         let b = intern(&String::from("kube-system"));
         assert!(ArcStr::ptr_eq(&a.0, &b.0));
-        assert!(ArcStr::is_static(&a.0));
-        assert!(!ArcStr::is_static(&Name::new("pod-1").0));
         assert_eq!(a, Name::new("kube-system"));
         assert_ne!(a, intern("default"));
+        assert!(!ArcStr::ptr_eq(
+            &Name::new("pod-1").0,
+            &Name::new("pod-1").0
+        ));
+    }
+
+    #[test]
+    fn strings_nobody_holds_are_freed() {
+        let kept = intern("interner-test-kept");
+        let count = |n: &Name| ArcStr::strong_count(&n.0);
+        assert_eq!(count(&kept), Some(2), "kept and the shard");
+        // A churn of strings each used once, as unique label values are: far more than any shard
+        // would hold if they were kept.
+        for i in 0..SHARDS * 5_000 {
+            drop(intern(&format!("interner-test-{i}")));
+        }
+        let held = INTERNER
+            .shards
+            .iter()
+            .map(|s| {
+                let s = s.lock();
+                s.names
+                    .iter()
+                    .filter(|n| n.starts_with("interner-test-"))
+                    .count()
+            })
+            .sum::<usize>();
+        assert!(
+            held < SHARDS * 5_000 / 4,
+            "{held} of {} kept",
+            SHARDS * 5_000
+        );
+        // What is still used stays, and is still the one copy.
+        assert!(ArcStr::ptr_eq(&kept.0, &intern("interner-test-kept").0));
     }
 }

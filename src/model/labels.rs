@@ -62,6 +62,18 @@ fn shared(pairs: Vec<(Name, Name)>) -> Pairs {
     map
 }
 
+/// Of pairs sorted by key (stably), the last value given for each key.
+fn last_value_per_key(sorted: Vec<(Name, Name)>) -> Vec<(Name, Name)> {
+    let mut out: Vec<(Name, Name)> = Vec::with_capacity(sorted.len());
+    for (k, val) in sorted {
+        match out.last_mut() {
+            Some(last) if last.0 == k => last.1 = val,
+            _ => out.push((k, val)),
+        }
+    }
+    out
+}
+
 impl Labels {
     pub fn new() -> Self {
         Labels::default()
@@ -79,15 +91,24 @@ impl Labels {
             .map(|(k, v)| (intern(k.as_ref()), intern(v.as_ref())))
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
-        // Keep the last value given for a key.
-        let mut out: Vec<(Name, Name)> = Vec::with_capacity(v.len());
-        for (k, val) in v {
-            match out.last_mut() {
-                Some(last) if last.0 == k => last.1 = val,
-                _ => out.push((k, val)),
-            }
-        }
-        Labels(shared(out))
+        Labels(shared(last_value_per_key(v)))
+    }
+
+    /// Builds annotations from pairs in any order; a later duplicate key wins. Keys are interned;
+    /// values are not, nor is the map shared: annotation values are mostly unique to their object
+    /// (trigger times, `last-applied-configuration`), and interning them would only hold them.
+    pub fn annotations_from_pairs<I, K, V>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        let mut v: Vec<(Name, Name)> = pairs
+            .into_iter()
+            .map(|(k, v)| (intern(k.as_ref()), Name::new(v.as_ref())))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        Labels(last_value_per_key(v).into())
     }
 
     pub fn get(&self, key: &str) -> Option<&Name> {
@@ -113,9 +134,10 @@ impl Labels {
         self.0.is_empty()
     }
 
-    /// A copy with `key` set to `value`.
+    /// A copy with `key` set to `value`. The value is not interned: those set one at a time are
+    /// trigger times and the like, new on every write.
     pub fn with(&self, key: &str, value: &str) -> Labels {
-        self.with_name(intern(key), intern(value))
+        self.with_name(intern(key), Name::new(value))
     }
 
     /// [`with`](Self::with) for names already made: no lookup in the interner, which a hot path

@@ -9,7 +9,7 @@ mod slice;
 
 pub(crate) use compact::PackedTime;
 pub use compact::{PodIps, ResourceVersion, Uid};
-pub use intern::{Name, intern};
+pub use intern::{Name, intern, interned_count};
 pub use labels::Labels;
 pub use objects::*;
 pub use slice::*;
