@@ -146,13 +146,19 @@ fn concurrent_writers_and_readers_agree_at_the_end() {
             let Some(svc) = index.services().get(ns, &name) else {
                 continue;
             };
-            let selector = svc.selector.clone().unwrap_or_default();
+            let selector = svc
+                .selector
+                .clone()
+                .expect("every service here has a selector");
             let mut expected: Vec<String> = Vec::new();
             for t in 0..4 {
                 for i in 0..40 {
                     let pod_name = format!("pod-{t}-{i}");
+                    // Matched here pair by pair, not with `Labels::matches` (which the index uses).
                     if let Some(p) = index.pods().get(ns, &pod_name)
-                        && p.meta.labels.matches(&selector)
+                        && selector
+                            .iter()
+                            .all(|(k, v)| p.meta.labels.iter().any(|(pk, pv)| pk == k && pv == v))
                     {
                         expected.push(pod_name);
                     }

@@ -1,5 +1,13 @@
 //! Random event sequences against a brute-force oracle: after every event, each service's members
 //! and each pod's services are what a scan of every pod and service finds.
+//!
+//! The oracle matches selectors itself, on plain maps, as upstream does (apimachinery's
+//! `labels.Set(selector).AsSelectorPreValidated().Matches`: every pair of the selector is among the
+//! pod's labels with the same value, so an empty selector matches every pod), and never calls
+//! `Labels::matches`, which the index uses. A service without a selector matches no pod (upstream's
+//! `GetPodServiceMemberships` skips a nil selector; the endpoints controllers give such a service
+//! no endpoints), while one with a present but empty selector matches every pod of its namespace,
+//! as the index documents (src/index/selector.rs).
 
 use std::collections::BTreeMap;
 
@@ -16,6 +24,43 @@ const VALUES: [&str; 3] = ["a", "b", "c"];
 
 /// Label pairs as (key, value) indexes; a repeated key keeps its last value.
 type Pairs = Vec<(usize, usize)>;
+
+/// Labels or a selector as the oracle holds them.
+type Map = BTreeMap<&'static str, &'static str>;
+
+/// The oracle's own reading of `pairs`: a later duplicate key wins, as in a Go map literal built
+/// pair by pair.
+fn to_map(pairs: &[(usize, usize)]) -> Map {
+    let mut map = Map::new();
+    for &(k, v) in pairs {
+        map.insert(KEYS[k], VALUES[v]);
+    }
+    map
+}
+
+/// What the index stored, as a plain map.
+fn plain(labels: &Labels) -> BTreeMap<String, String> {
+    labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn owned(map: &Map) -> BTreeMap<String, String> {
+    map.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// Equality-based selector matching. `None` (no selector) matches nothing.
+fn selects(selector: &Option<Map>, labels: &Map) -> bool {
+    match selector {
+        None => false,
+        Some(selector) => selector
+            .iter()
+            .all(|(key, value)| labels.get(key) == Some(value)),
+    }
+}
 
 fn label_set() -> impl Strategy<Value = Pairs> {
     prop::collection::vec((0..KEYS.len(), 0..VALUES.len()), 0..4)
@@ -76,26 +121,23 @@ fn op() -> impl Strategy<Value = Op> {
 /// The oracle: plain maps, scanned in full for every question.
 #[derive(Default)]
 struct Model {
-    pods: BTreeMap<(usize, String), Labels>,
-    services: BTreeMap<(usize, String), Option<Labels>>,
+    pods: BTreeMap<(usize, String), Map>,
+    services: BTreeMap<(usize, String), Option<Map>>,
 }
 
 impl Model {
-    fn services_for(&self, ns: usize, labels: &Labels) -> Vec<String> {
+    fn services_for(&self, ns: usize, labels: &Map) -> Vec<String> {
         self.services
             .iter()
-            .filter(|((n, _), sel)| *n == ns && sel.as_ref().is_some_and(|s| labels.matches(s)))
+            .filter(|((n, _), selector)| *n == ns && selects(selector, labels))
             .map(|((n, name), _)| format!("{}/{name}", NAMESPACES[*n]))
             .collect()
     }
 
-    fn members(&self, ns: usize, selector: &Option<Labels>) -> Vec<String> {
-        let Some(selector) = selector else {
-            return Vec::new();
-        };
+    fn members(&self, ns: usize, selector: &Option<Map>) -> Vec<String> {
         self.pods
             .iter()
-            .filter(|((n, _), labels)| *n == ns && labels.matches(selector))
+            .filter(|((n, _), labels)| *n == ns && selects(selector, labels))
             .map(|((_, name), _)| name.clone())
             .collect()
     }
@@ -108,29 +150,43 @@ fn apply(index: &Index, model: &mut Model, op: &Op) {
             let name = format!("pod-{name}");
             let mut p = pod(NAMESPACES[*ns], &name, &[]);
             p.meta.labels = to_labels(labels);
-            let expected = model.pods.insert((*ns, name), p.meta.labels.clone());
+            let expected = model.pods.insert((*ns, name), to_map(labels));
             let old = index.pods().apply(p);
-            assert_eq!(old.map(|p| p.meta.labels.clone()), expected);
+            assert_eq!(
+                old.map(|p| plain(&p.meta.labels)),
+                expected.as_ref().map(owned)
+            );
         }
         Op::DeletePod { ns, name } => {
             let name = format!("pod-{name}");
             let old = index.pods().delete(NAMESPACES[*ns], &name);
             let expected = model.pods.remove(&(*ns, name));
-            assert_eq!(old.map(|p| p.meta.labels.clone()), expected);
+            assert_eq!(
+                old.map(|p| plain(&p.meta.labels)),
+                expected.as_ref().map(owned)
+            );
         }
         Op::Service { ns, name, selector } => {
             let name = format!("svc-{name}");
             let mut s = service(NAMESPACES[*ns], &name, None);
             s.selector = selector.as_deref().map(to_labels);
-            let expected = model.services.insert((*ns, name), s.selector.clone());
+            let expected = model
+                .services
+                .insert((*ns, name), selector.as_deref().map(to_map));
             let old = index.services().apply(s);
-            assert_eq!(old.map(|s| s.selector.clone()), expected);
+            assert_eq!(
+                old.map(|s| s.selector.as_ref().map(plain)),
+                expected.map(|e| e.as_ref().map(owned))
+            );
         }
         Op::DeleteService { ns, name } => {
             let name = format!("svc-{name}");
             let old = index.services().delete(NAMESPACES[*ns], &name);
             let expected = model.services.remove(&(*ns, name));
-            assert_eq!(old.map(|s| s.selector.clone()), expected);
+            assert_eq!(
+                old.map(|s| s.selector.as_ref().map(plain)),
+                expected.map(|e| e.as_ref().map(owned))
+            );
         }
         Op::ResetPods { keep_every } => {
             let before = model.pods.len();
@@ -144,7 +200,7 @@ fn apply(index: &Index, model: &mut Model, op: &Op) {
                 .pods()
                 .reset(model.pods.iter().map(|((ns, name), labels)| {
                     let mut p = pod(NAMESPACES[*ns], name, &[]);
-                    p.meta.labels = labels.clone();
+                    p.meta.labels = Labels::from_pairs(labels.iter().map(|(k, v)| (*k, *v)));
                     p
                 }));
             assert_eq!(relist.deleted.len(), before - model.pods.len());
@@ -165,18 +221,22 @@ fn check(index: &Index, model: &Model, probes: &[Pairs]) {
         );
         for p in &members {
             let labels = model.pods.get(&(*ns, p.meta.name.to_string()));
-            assert_eq!(labels, Some(&p.meta.labels), "the stored version");
+            assert_eq!(
+                labels.map(owned),
+                Some(plain(&p.meta.labels)),
+                "the stored version"
+            );
         }
     }
     for ((ns, _), labels) in &model.pods {
-        let found = index.services_for_pod(NAMESPACES[*ns], labels);
+        let pairs = Labels::from_pairs(labels.iter().map(|(k, v)| (*k, *v)));
+        let found = index.services_for_pod(NAMESPACES[*ns], &pairs);
         assert_eq!(keys_of(&found), model.services_for(*ns, labels));
     }
     for (ns, namespace) in NAMESPACES.iter().enumerate() {
         for probe in probes {
-            let labels = to_labels(probe);
-            let found = index.services_for_pod(namespace, &labels);
-            assert_eq!(keys_of(&found), model.services_for(ns, &labels));
+            let found = index.services_for_pod(namespace, &to_labels(probe));
+            assert_eq!(keys_of(&found), model.services_for(ns, &to_map(probe)));
         }
     }
 }
@@ -198,10 +258,9 @@ proptest! {
                 apply(&index, &mut model, &Op::DeleteService { ns, name: (name + 3) % 10 });
             }
             for probe in &probes {
-                let labels = to_labels(probe);
                 prop_assert_eq!(
-                    keys_of(&index.services_for_pod(NAMESPACES[ns], &labels)),
-                    model.services_for(ns, &labels)
+                    keys_of(&index.services_for_pod(NAMESPACES[ns], &to_labels(probe))),
+                    model.services_for(ns, &to_map(probe))
                 );
             }
         }
