@@ -301,3 +301,244 @@ fn readme_example_prints_its_slice() {
     assert_eq!(docs.len(), 1);
     assert_eq!(docs[0]["endpoints"].as_array().map(Vec::len), Some(3));
 }
+
+/// Lease flags that client-go's NewLeaderElector refuses exit 2 with a message naming them,
+/// before any connection is tried (the kubeconfig named does not exist).
+#[test]
+fn run_refuses_the_lease_flags_client_go_refuses() {
+    let cases: [(&[&str], &[&str]); 4] = [
+        (
+            &["--leader-elect-retry-period", "0s"],
+            &["--leader-elect-retry-period", "greater than zero"],
+        ),
+        (
+            &[
+                "--leader-elect-renew-deadline",
+                "10s",
+                "--leader-elect-retry-period",
+                "9s",
+            ],
+            &[
+                "--leader-elect-renew-deadline",
+                "--leader-elect-retry-period",
+                "1.2",
+            ],
+        ),
+        (
+            &[
+                "--leader-elect-lease-duration",
+                "10s",
+                "--leader-elect-renew-deadline",
+                "10s",
+            ],
+            &[
+                "--leader-elect-lease-duration",
+                "--leader-elect-renew-deadline",
+            ],
+        ),
+        (
+            &[
+                "--leader-elect-lease-duration",
+                "0s",
+                "--leader-elect-renew-deadline",
+                "0s",
+            ],
+            &["--leader-elect-lease-duration"],
+        ),
+    ];
+    for (flags, wants) in cases {
+        let mut args = vec![
+            "run",
+            "--kubeconfig",
+            "no/such/kubeconfig",
+            "--metrics-bind-address",
+            "",
+        ];
+        args.extend_from_slice(flags);
+        let out = sliced(&args, None);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        for want in wants {
+            assert!(
+                err.contains(want),
+                "{flags:?}: stderr lacks {want:?}: {err}"
+            );
+        }
+        assert!(
+            !err.contains("kubeconfig"),
+            "{flags:?}: it tried to connect: {err}"
+        );
+    }
+}
+
+/// `sliced run` as a process, its kubeconfig pointing at `server`, its stderr in a file: not a
+/// terminal.
+struct RunProcess {
+    child: std::process::Child,
+    log: std::path::PathBuf,
+}
+
+/// Lease flags that make a lease request time out after 1 s (half the renew deadline).
+const SHORT_LEASE: [&str; 6] = [
+    "--leader-elect-lease-duration",
+    "3s",
+    "--leader-elect-renew-deadline",
+    "2s",
+    "--leader-elect-retry-period",
+    "200ms",
+];
+
+impl RunProcess {
+    fn start(name: &str, server: &str) -> RunProcess {
+        let dir = std::env::temp_dir().join(format!("sliced-cli-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let kubeconfig = dir.join("kubeconfig");
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+                 clusters: [{{name: c, cluster: {{server: \"{server}\"}}}}]\n\
+                 contexts: [{{name: c, context: {{cluster: c, user: u}}}}]\n\
+                 users: [{{name: u, user: {{token: t}}}}]\n"
+            ),
+        )
+        .expect("kubeconfig");
+        let log = dir.join("stderr");
+        let file = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(env!("CARGO_BIN_EXE_sliced"))
+            .arg("run")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--metrics-bind-address", ""])
+            .args(SHORT_LEASE)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("spawn sliced run");
+        RunProcess { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until the log has a line with every one of `wants`; false after `bound`.
+    fn logs_within(&self, wants: &[&str], bound: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + bound;
+        while std::time::Instant::now() < deadline {
+            if self
+                .log()
+                .lines()
+                .any(|l| wants.iter().all(|w| l.contains(w)))
+            {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// Sends SIGTERM and waits at most `bound`: its exit code, or None (then it is killed).
+    fn terminate_within(&mut self, bound: std::time::Duration) -> Option<i32> {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status();
+        assert!(sent.is_ok_and(|s| s.success()), "kill -TERM {pid}");
+        let deadline = std::time::Instant::now() + bound;
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status.code().unwrap_or(-1));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        None
+    }
+}
+
+/// Every log line of a failed request names what failed; none comes twice (kube's own ERROR
+/// line beside sliced's) and none carries colour codes.
+fn assert_logged_once_without_colour(log: &str) {
+    assert!(
+        !log.contains('\u{1b}'),
+        "colour codes off a terminal:\n{log}"
+    );
+    assert!(!log.contains("ERROR"), "a failure logged twice:\n{log}");
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+#[cfg(unix)]
+#[test]
+fn run_against_nothing_listening_backs_off_and_logs_each_failure_once() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("address").port()
+    };
+    let mut run = RunProcess::start("refused", &format!("http://127.0.0.1:{port}"));
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let code = run.terminate_within(std::time::Duration::from_secs(2));
+    let log = run.log();
+    assert_eq!(code, Some(0), "no clean exit within 2 s of SIGTERM:\n{log}");
+    assert_logged_once_without_colour(&log);
+    let refused = |l: &&str| l.contains("Connection refused");
+    // The lease: attempts a retry period apart (200 ms) at first, the pause doubling after each
+    // failure; at a fixed period it would be about 15 in 3 s.
+    let lease: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("getting the lease kube-system/sliced"))
+        .collect();
+    assert!(
+        (1..=7).contains(&lease.len()) && lease.iter().all(refused),
+        "{} lease failures in 3 s:\n{log}",
+        lease.len()
+    );
+    // Each watch: its list, with exponential backoff from 0.8 s (jittered), at most 4 in 3 s.
+    for kind in ["Node", "Service", "Pod", "EndpointSlice", "Endpoints"] {
+        let failed: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains(&format!("watch of {kind}: list failed")))
+            .collect();
+        assert!(
+            (1..=5).contains(&failed.len()) && failed.iter().all(refused),
+            "{} list failures of {kind} in 3 s:\n{log}",
+            failed.len()
+        );
+    }
+    // Nothing else failed in between.
+    let unexplained: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("WARN") && !l.contains("Connection refused"))
+        .collect();
+    assert!(unexplained.is_empty(), "{unexplained:#?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn run_against_a_silent_server_logs_timeouts_and_stops_promptly_on_sigterm() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = listener.local_addr().expect("address");
+    // Accepts every connection and never answers.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    let mut run = RunProcess::start("silent", &format!("http://{address}"));
+    let timed_out = run.logs_within(
+        &[
+            "getting the lease kube-system/sliced",
+            "no answer from the API server within 1s",
+        ],
+        std::time::Duration::from_secs(6),
+    );
+    let started = std::time::Instant::now();
+    let code = run.terminate_within(std::time::Duration::from_secs(2));
+    let log = run.log();
+    assert!(timed_out, "no lease timeout logged in 6 s:\n{log}");
+    assert_eq!(code, Some(0), "no clean exit within 2 s of SIGTERM:\n{log}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    assert_logged_once_without_colour(&log);
+}

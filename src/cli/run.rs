@@ -110,10 +110,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    if args.leader_elect && args.leader_elect_renew_deadline >= args.leader_elect_lease_duration {
-        eprintln!(
-            "error: --leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration"
-        );
+    let identity = identity();
+    let leader_election = args.leader_elect.then(|| LeaseConfig {
+        name: args.leader_elect_resource_name.clone(),
+        namespace: args.leader_elect_resource_namespace.clone(),
+        identity: identity.clone(),
+        lease_duration: args.leader_elect_lease_duration,
+        renew_deadline: args.leader_elect_renew_deadline,
+        retry_period: args.leader_elect_retry_period,
+    });
+    // Before connecting, as client-go's NewLeaderElector refuses them.
+    if let Some(Err(e)) = leader_election.as_ref().map(LeaseConfig::validate) {
+        eprintln!("error: {e}");
         return Ok(ExitCode::from(2));
     }
     let metrics = if args.metrics_bind_address.is_empty() {
@@ -135,7 +143,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         )
     };
     init_logging();
-    let identity = identity();
     let options = RunOptions {
         engine: EngineOptions {
             reconcile: sliced::reconcile::Options {
@@ -154,14 +161,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         kube_api_qps: args.kube_api_qps,
         kube_api_burst: args.kube_api_burst,
-        leader_election: args.leader_elect.then(|| LeaseConfig {
-            name: args.leader_elect_resource_name.clone(),
-            namespace: args.leader_elect_resource_namespace.clone(),
-            identity: identity.clone(),
-            lease_duration: args.leader_elect_lease_duration,
-            renew_deadline: args.leader_elect_renew_deadline,
-            retry_period: args.leader_elect_retry_period,
-        }),
+        leader_election,
         dry_run: args.dry_run,
         dry_run_summary_interval: args.dry_run_summary_interval,
         min_resync_period: args.min_resync_period,
@@ -181,11 +181,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 /// would store the escape codes.
 fn init_logging() {
     use std::io::IsTerminal as _;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    use tracing_subscriber::{Layer as _, filter, fmt};
+    let env = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // kube's client logs every failed request at ERROR, with no word of which; sliced logs each
+    // failure once, with the kind and request, where it retries.
+    let once = filter::filter_fn(|meta| {
+        !(meta.target() == "kube_client::client::builder" && *meta.level() == tracing::Level::ERROR)
+    });
+    let layer = fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(once);
+    let _ = tracing_subscriber::registry()
+        .with(env)
+        .with(layer)
         .try_init();
 }

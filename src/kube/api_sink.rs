@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -54,6 +54,8 @@ pub struct ApiSink {
     /// `--kube-api-qps` / `--kube-api-burst`, over writes.
     limiter: Mutex<TokenBucket>,
     started: Instant,
+    /// How long a write waits for its answer: a silent server must not stall the engine.
+    request_timeout: Duration,
 }
 
 impl ApiSink {
@@ -72,7 +74,14 @@ impl ApiSink {
             metrics,
             limiter: Mutex::new(TokenBucket::new(qps, burst)),
             started: Instant::now(),
+            request_timeout: Duration::from_secs(30),
         }
+    }
+
+    /// Writes not answered within `limit` fail (504, `Timeout`) and go back to the queue.
+    pub fn with_request_timeout(mut self, limit: Duration) -> Self {
+        self.request_timeout = limit;
+        self
     }
 
     /// Counts a failed write. A delete answered NotFound is not counted: the caller takes it as
@@ -123,9 +132,18 @@ impl ApiSink {
         (namespace, name): (&Name, &Name),
         fut: impl Future<Output = Result<T, kube::Error>>,
     ) -> Result<T, WriteError> {
-        self.runtime
-            .block_on(fut)
-            .map_err(|e| write_error(kind, namespace, name, e))
+        let limit = self.request_timeout;
+        match self
+            .runtime
+            .block_on(async move { tokio::time::timeout(limit, fut).await })
+        {
+            Ok(result) => result.map_err(|e| write_error(kind, namespace, name, e)),
+            Err(_) => Err(WriteError::Status {
+                code: 504,
+                reason: "Timeout".to_string(),
+                message: format!("no answer from the API server within {limit:?}"),
+            }),
+        }
     }
 
     /// Creates or replaces `object`, and takes the stored metadata from the server's answer: the
@@ -245,7 +263,7 @@ pub fn write_error(kind: Kind, namespace: &Name, name: &Name, error: kube::Error
             return WriteError::Status {
                 code: 503,
                 reason: "ServiceUnavailable".to_string(),
-                message: other.to_string(),
+                message: super::watch::describe(&other),
             };
         }
     };

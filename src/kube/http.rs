@@ -26,8 +26,10 @@ use crate::metrics::{self, Metrics};
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for requests in flight.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-/// The pause after a failed accept (out of file descriptors, say), so that it does not spin.
+/// The pause after a failed accept (out of file descriptors, say), so that it does not spin;
+/// doubled after each failure in a row, up to `ACCEPT_BACKOFF_MAX`.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 const TEXT: &str = "text/plain; charset=utf-8";
 
@@ -94,16 +96,19 @@ pub async fn serve(
     let (stop, stopped) = watch::channel(false);
     let mut connections = JoinSet::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    let mut backoff = ACCEPT_BACKOFF;
     loop {
         tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
+                    backoff = ACCEPT_BACKOFF;
                     connections.spawn(connection(stream, Arc::clone(&state), stopped.clone()));
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "metrics server: accept failed");
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                    tracing::warn!(error = %e, retry_in = ?backoff, "metrics server: accept failed");
+                    tokio::time::sleep(backoff).await;
+                    backoff = backoff.saturating_mul(2).min(ACCEPT_BACKOFF_MAX);
                 }
             },
             // Reaps finished connections, so the set holds only live ones.

@@ -69,7 +69,7 @@ async fn terminated() {
     {
         let _ = tokio::signal::ctrl_c().await;
     }
-    tracing::info!("shutting down: finishing in-flight writes, releasing the lease");
+    tracing::info!("shutting down: finishing the writes in flight, releasing the lease if held");
 }
 
 /// Runs against the cluster until SIGTERM or Ctrl-C.

@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use super::api_sink::{ApiSink, WriteGate};
 use super::http::{self, HttpState};
-use super::lease::{LeaderElector, LeaseConfig, LeaseError};
+use super::lease::{LeaderElector, LeaseConfig, LeaseConfigError, LeaseError};
 use super::shadow::{DryRunReport, DryRunSink};
 use super::watch::{self, Input};
 use crate::change::ChangeKind;
@@ -46,6 +46,10 @@ pub struct RunOptions {
     /// `--min-resync-period`: every Service synced again after a random time between this and
     /// twice this; zero never.
     pub min_resync_period: Duration,
+    /// The longest a list page, the start of a watch, a write or an event waits for the API
+    /// server's answer before it counts as failed (and is retried with backoff). The apiserver
+    /// gives up on such requests itself after 60 s.
+    pub request_timeout: Duration,
 }
 
 impl Default for RunOptions {
@@ -60,6 +64,7 @@ impl Default for RunOptions {
             page_size: 500,
             identity: "sliced".to_string(),
             min_resync_period: Duration::from_secs(12 * 3600),
+            request_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -69,6 +74,8 @@ impl Default for RunOptions {
 pub enum RunError {
     #[error(transparent)]
     Lease(#[from] LeaseError),
+    #[error(transparent)]
+    LeaseConfig(#[from] LeaseConfigError),
     #[error("the engine thread stopped: {0}")]
     Engine(String),
     #[error("serving metrics")]
@@ -139,6 +146,9 @@ pub async fn run(
     metrics: Option<std::net::TcpListener>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<RunSummary, RunError> {
+    if let Some(config) = &options.leader_election {
+        config.validate()?;
+    }
     let (stop_serving, serving_stopped) = tokio::sync::oneshot::channel::<()>();
     let server = match metrics {
         Some(listener) => {
@@ -166,6 +176,7 @@ pub async fn run(
                 client.clone(),
                 kind,
                 options.page_size,
+                options.request_timeout,
                 tx.clone(),
                 counters,
             )
@@ -178,20 +189,24 @@ pub async fn run(
         tokio::spawn(publish_events(
             client.clone(),
             options.identity.clone(),
+            options.request_timeout,
             events_rx,
         ))
     });
 
     let sink: Box<dyn Sink> = match &state.dry_run {
         Some(_) => Box::new(DryRunSink::new(Arc::clone(&state.engine))),
-        None => Box::new(ApiSink::new(
-            client.clone(),
-            tokio::runtime::Handle::current(),
-            state.gate.clone(),
-            Arc::clone(&state.metrics),
-            options.kube_api_qps,
-            options.kube_api_burst,
-        )),
+        None => Box::new(
+            ApiSink::new(
+                client.clone(),
+                tokio::runtime::Handle::current(),
+                state.gate.clone(),
+                Arc::clone(&state.metrics),
+                options.kube_api_qps,
+                options.kube_api_burst,
+            )
+            .with_request_timeout(options.request_timeout),
+        ),
     };
     let stop = Arc::new(AtomicBool::new(false));
     let engine_loop = EngineLoop {
@@ -292,10 +307,12 @@ pub async fn run(
         // Events already queued are sent; the channel closed with the engine's loop.
         let _ = tokio::time::timeout(Duration::from_secs(5), task).await;
     }
+    // Nothing is sent unless this replica held the lease; then the release is bounded by one
+    // lease request timeout.
     if let Some(elector) = elector.as_mut()
         && let Err(e) = elector.release().await
     {
-        tracing::warn!(error = %e, "leader election: could not release the lease");
+        tracing::warn!("leader election: {}; leaving it to expire", e.describe());
     }
     let _ = stop_serving.send(());
     if let Some(server) = server {
@@ -505,10 +522,18 @@ impl EngineLoop {
                 error = %error,
                 "ignoring an object that cannot be read; the version held before, if any, is kept"
             ),
-            Input::WatchError { kind, message } => tracing::warn!(
+            // Logged here only: the watch sends each failure once.
+            Input::WatchError {
+                kind,
+                request,
+                message,
+                retry_in,
+            } => tracing::warn!(
                 kind = kind.as_str(),
-                error = %message,
-                "watch failed; retrying with backoff"
+                request,
+                retry_in = ?retry_in,
+                "watch of {}: {request} failed: {message}",
+                kind.as_str()
             ),
         }
     }
@@ -591,6 +616,7 @@ fn reporting_controller(reason: &str) -> &'static str {
 async fn publish_events(
     client: Client,
     instance: String,
+    request_timeout: Duration,
     mut events: mpsc::UnboundedReceiver<(ServiceKey, Option<String>, Event)>,
 ) {
     let mut recorders: HashMap<&'static str, Recorder> = HashMap::new();
@@ -621,9 +647,13 @@ async fn publish_events(
             action: "Reconcile".to_string(),
             secondary: None,
         };
-        if let Err(e) = recorder.publish(&published, &reference).await {
-            tracing::warn!(service = %service, error = %e, "could not record an event");
-        }
+        let publish = recorder.publish(&published, &reference);
+        let error = match tokio::time::timeout(request_timeout, publish).await {
+            Ok(Ok(())) => continue,
+            Ok(Err(e)) => watch::describe(&e),
+            Err(_) => format!("no answer from the API server within {request_timeout:?}"),
+        };
+        tracing::warn!(service = %service, reason = published.reason, "could not record an event: {error}");
     }
 }
 

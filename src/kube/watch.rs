@@ -46,11 +46,62 @@ pub enum Input {
         object: String,
         error: ConvertError,
     },
-    /// The watch failed; it is resumed or relisted, with backoff.
+    /// A request of the watch failed; it is resumed or relisted after `retry_in`.
     WatchError {
         kind: ChangeKind,
+        /// What was being done: `list`, `watch` (starting one), `watch stream`.
+        request: &'static str,
+        /// The error and its causes.
         message: String,
+        retry_in: Duration,
     },
+}
+
+/// A request to the API server that failed or went unanswered.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("no answer from the API server within {0:?}")]
+    TimedOut(Duration),
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+}
+
+impl RequestError {
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, RequestError::Api(kube::Error::Api(s)) if s.code == 409)
+    }
+
+    fn is_expired(&self) -> bool {
+        matches!(self, RequestError::Api(e) if is_expired(e))
+    }
+}
+
+/// `fut`, given up after `limit`: a server that accepts connections and never answers must not
+/// hold anything up for ever.
+pub async fn within<T>(
+    limit: Duration,
+    fut: impl Future<Output = Result<T, kube::Error>>,
+) -> Result<T, RequestError> {
+    match tokio::time::timeout(limit, fut).await {
+        Ok(result) => result.map_err(RequestError::Api),
+        Err(_) => Err(RequestError::TimedOut(limit)),
+    }
+}
+
+/// An error and its causes on one line, each said once: kube's errors hide the cause
+/// ("client error (Connect)") in their sources ("Connection refused").
+pub fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Counters a watch keeps as it goes.
@@ -75,11 +126,13 @@ pub fn watched_kinds(controllers: Controllers) -> Vec<ChangeKind> {
     kinds
 }
 
-/// Starts a watch of `kind` on the current tokio runtime, feeding `out` until it is closed.
+/// Starts a watch of `kind` on the current tokio runtime, feeding `out` until it is closed. Each
+/// list page and each watch request gets an answer within `request_timeout` or is retried.
 pub fn spawn(
     client: Client,
     kind: ChangeKind,
     page_size: u32,
+    request_timeout: Duration,
     out: Sender<Input>,
     counters: Counters,
 ) -> tokio::task::JoinHandle<()> {
@@ -87,6 +140,7 @@ pub fn spawn(
         kind,
         out,
         counters,
+        request_timeout,
     };
     match kind {
         ChangeKind::Service => tokio::spawn(watch::<core::Service>(
@@ -145,6 +199,7 @@ struct Feed {
     kind: ChangeKind,
     out: Sender<Input>,
     counters: Counters,
+    request_timeout: Duration,
 }
 
 /// The engine's thread has gone: the watch stops.
@@ -155,10 +210,12 @@ impl Feed {
         self.out.send(input).map_err(|_| Closed)
     }
 
-    fn error(&self, message: String) -> Result<(), Closed> {
+    fn error(&self, failure: Failure, retry_in: Duration) -> Result<(), Closed> {
         self.send(Input::WatchError {
             kind: self.kind,
-            message,
+            request: failure.request,
+            message: failure.message,
+            retry_in,
         })
     }
 
@@ -280,11 +337,38 @@ impl Backoff {
         self.next = BACKOFF_MIN;
     }
 
-    async fn wait(&mut self) {
+    /// The next delay, jittered, and the one after doubled.
+    fn delay(&mut self) -> Duration {
         let delay = self.next.mul_f64(0.5 + self.rng.unit()).min(BACKOFF_MAX);
-        self.next = (self.next * 2).min(BACKOFF_MAX);
+        // Whole milliseconds: they read better in the log.
+        let delay = Duration::from_millis(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
+        self.next = self.next.saturating_mul(2).min(BACKOFF_MAX);
+        delay
+    }
+}
+
+/// A failed request of a watch: which, and why.
+struct Failure {
+    request: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn new(request: &'static str, message: impl Into<String>) -> Failure {
+        Failure {
+            request,
+            message: message.into(),
+        }
+    }
+}
+
+/// Tells the engine's thread of the failure (which logs it once), then waits `delay`.
+async fn report(feed: &Feed, failure: Failure, delay: Duration) -> Result<(), Closed> {
+    feed.error(failure, delay)?;
+    if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
+    Ok(())
 }
 
 /// How a watch request's stream ended.
@@ -292,16 +376,16 @@ enum Ended {
     /// At the server's timeout: resume where it was.
     Normally,
     /// Cut short, broken or silent: resume from the resource version held.
-    Resume(String),
+    Resume(Failure),
     /// The resource version is too old (410), or an event carried none: list again.
-    Relist(String),
+    Relist(Failure),
 }
 
 /// How a list ended.
 enum Listing {
     /// Every object delivered; the watch starts at this resource version.
     Done(String),
-    Failed(String),
+    Failed(Failure),
 }
 
 fn is_expired(error: &kube::Error) -> bool {
@@ -353,24 +437,27 @@ where
                         backoff.reset();
                         version
                     }
-                    Listing::Failed(message) => {
+                    Listing::Failed(failure) => {
                         restarts.failed();
-                        feed.error(message)?;
-                        backoff.wait().await;
+                        report(feed, failure, backoff.delay()).await?;
                         continue;
                     }
                 }
             }
         };
-        let stream = match api.watch(&params, &version).await {
+        let stream = match within(feed.request_timeout, api.watch(&params, &version)).await {
             Ok(stream) => stream.boxed(),
             Err(error) => {
                 restarts.failed();
-                if !is_expired(&error) {
+                if !error.is_expired() {
                     resume = Some(version);
                 }
-                feed.error(format!("starting the watch: {error}"))?;
-                backoff.wait().await;
+                report(
+                    feed,
+                    Failure::new("watch", describe(&error)),
+                    backoff.delay(),
+                )
+                .await?;
                 continue;
             }
         };
@@ -384,20 +471,21 @@ where
                 backoff.reset();
                 resume = Some(version);
             }
-            Ended::Resume(message) => {
+            Ended::Resume(failure) => {
                 // The first failure resumes at once (the server may be back already); another
                 // before the watch worked again waits.
                 let first = restarts.failed();
-                feed.error(message)?;
-                if !first {
-                    backoff.wait().await;
-                }
+                let delay = if first {
+                    Duration::ZERO
+                } else {
+                    backoff.delay()
+                };
+                report(feed, failure, delay).await?;
                 resume = Some(version);
             }
-            Ended::Relist(message) => {
+            Ended::Relist(failure) => {
                 restarts.failed();
-                feed.error(message)?;
-                backoff.wait().await;
+                report(feed, failure, backoff.delay()).await?;
             }
         }
     }
@@ -417,9 +505,9 @@ where
     let mut seen = relist.then(HashSet::new);
     let mut params = ListParams::default().limit(page_size);
     loop {
-        let page = match api.list(&params).await {
+        let page = match within(feed.request_timeout, api.list(&params)).await {
             Ok(page) => page,
-            Err(error) => return Ok(Listing::Failed(format!("listing: {error}"))),
+            Err(error) => return Ok(Listing::Failed(Failure::new("list", describe(&error)))),
         };
         for object in &page.items {
             if let Some(seen) = &mut seen {
@@ -431,9 +519,10 @@ where
             Some(token) => params.continue_token = Some(token),
             None => {
                 let Some(version) = page.metadata.resource_version.filter(|v| !v.is_empty()) else {
-                    return Ok(Listing::Failed(
-                        "the list carried no resourceVersion".to_string(),
-                    ));
+                    return Ok(Listing::Failed(Failure::new(
+                        "list",
+                        "the list carried no resourceVersion",
+                    )));
                 };
                 feed.send(Input::Listed {
                     kind: feed.kind,
@@ -461,9 +550,9 @@ where
     let idle = WATCH_TIMEOUT + IDLE_MARGIN;
     loop {
         let Ok(item) = tokio::time::timeout(idle, stream.next()).await else {
-            return Ok(Ended::Resume(format!(
-                "no event or bookmark for {} s: reconnecting",
-                idle.as_secs()
+            return Ok(Ended::Resume(Failure::new(
+                "watch stream",
+                format!("no event or bookmark for {} s", idle.as_secs()),
             )));
         };
         let event = match item {
@@ -471,9 +560,10 @@ where
                 return Ok(Ended::Normally);
             }
             None => {
-                return Ok(Ended::Resume(
-                    "the API server ended the watch early".to_string(),
-                ));
+                return Ok(Ended::Resume(Failure::new(
+                    "watch stream",
+                    "the API server ended the watch early",
+                )));
             }
             // One event that does not decode spoils nothing else: the stream goes on.
             Some(Err(kube::Error::SerdeError(error))) => {
@@ -485,17 +575,26 @@ where
                 continue;
             }
             Some(Err(error)) if is_expired(&error) => {
-                return Ok(Ended::Relist(format!("watch: {error}")));
+                return Ok(Ended::Relist(Failure::new(
+                    "watch stream",
+                    describe(&error),
+                )));
             }
-            Some(Err(error)) => return Ok(Ended::Resume(format!("watch: {error}"))),
+            Some(Err(error)) => {
+                return Ok(Ended::Resume(Failure::new(
+                    "watch stream",
+                    describe(&error),
+                )));
+            }
             Some(Ok(event)) => event,
         };
         match event {
             WatchEvent::Added(object) | WatchEvent::Modified(object) => {
                 let Some(at) = resource_version(&object) else {
-                    return Ok(Ended::Relist(
-                        "an event carried no resourceVersion".to_string(),
-                    ));
+                    return Ok(Ended::Relist(Failure::new(
+                        "watch stream",
+                        "an event carried no resourceVersion",
+                    )));
                 };
                 *version = at;
                 restarts.working();
@@ -503,9 +602,10 @@ where
             }
             WatchEvent::Deleted(object) => {
                 let Some(at) = resource_version(&object) else {
-                    return Ok(Ended::Relist(
-                        "an event carried no resourceVersion".to_string(),
-                    ));
+                    return Ok(Ended::Relist(Failure::new(
+                        "watch stream",
+                        "an event carried no resourceVersion",
+                    )));
                 };
                 *version = at;
                 restarts.working();
@@ -516,12 +616,12 @@ where
                 restarts.working();
             }
             WatchEvent::Error(status) if status.code == 410 => {
-                return Ok(Ended::Relist(format!("watch: {}", status.message)));
+                return Ok(Ended::Relist(Failure::new("watch stream", status.message)));
             }
             WatchEvent::Error(status) => {
-                return Ok(Ended::Resume(format!(
-                    "watch: {} ({})",
-                    status.message, status.code
+                return Ok(Ended::Resume(Failure::new(
+                    "watch stream",
+                    format!("{} ({})", status.message, status.code),
                 )));
             }
         }

@@ -7,6 +7,7 @@ mod fake_api;
 mod run_harness;
 
 mod deletes;
+mod hostile;
 mod restarts;
 mod resync;
 mod shadow;
@@ -412,6 +413,8 @@ async fn pod_ready_to_slice_written_at_batch_period_zero() {
     let p50 = took[took.len() / 2];
     let p90 = took[took.len() * 9 / 10];
     eprintln!("pod ready -> slice written at batch period 0: p50 {p50:?}, p90 {p90:?}");
+    // Measured: 1.42 ms per flip (criterion mean over 6,940 flips, `cargo bench --bench watch --
+    // run/pod_ready_to_slice_written`, perf/bench-watch.txt); 250 ms bounds a loaded CI machine.
     assert!(p50 < Duration::from_millis(250), "p50 {p50:?}");
     running.stop().await.unwrap();
 }

@@ -46,6 +46,29 @@ impl Running {
     pub fn is_finished(&self) -> bool {
         self.task.is_finished()
     }
+
+    /// Asks for a clean shutdown; `None` if it takes longer than `bound`.
+    pub async fn stop_within(self, bound: Duration) -> Option<Result<RunSummary, RunError>> {
+        let _ = self.stop.send(());
+        Self::join(self.task, bound).await
+    }
+
+    /// Waits for the run to end on its own (a lost lease, say); `None` if it runs past `bound`.
+    pub async fn ends_within(self, bound: Duration) -> Option<Result<RunSummary, RunError>> {
+        let _keep_running = self.stop;
+        Self::join(self.task, bound).await
+    }
+
+    async fn join(
+        task: JoinHandle<Result<RunSummary, RunError>>,
+        bound: Duration,
+    ) -> Option<Result<RunSummary, RunError>> {
+        match tokio::time::timeout(bound, task).await {
+            Ok(Ok(result)) => Some(result),
+            Ok(Err(e)) => panic!("the run task failed: {e}"),
+            Err(_) => None,
+        }
+    }
 }
 
 pub fn options() -> RunOptions {
@@ -76,6 +99,16 @@ pub fn lease(identity: &str) -> LeaseConfig {
 
 pub fn start(fake: &FakeApiServer, options: RunOptions) -> Running {
     start_serving(fake, options, None)
+}
+
+/// `start` with any client: one for a real address, say.
+pub fn start_with_client(client: kube::Client, options: RunOptions) -> Running {
+    let state = RunState::new(&options);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(run(client, options, state.clone(), None, async move {
+        let _ = stopped.await;
+    }));
+    Running { state, stop, task }
 }
 
 /// `start`, serving /metrics, /healthz and /readyz on `listener`.

@@ -31,6 +31,9 @@ struct Pending {
 pub struct Faults {
     pending: Vec<Pending>,
     pub log: Vec<RequestRecord>,
+    /// Requests whose path contains one of these are never answered (a server that accepts and
+    /// goes silent).
+    pub hanging: Vec<String>,
 }
 
 pub fn verb(name: &str) -> &'static str {

@@ -41,7 +41,11 @@ impl tower::Service<Request<kube::client::Body>> for FakeService {
 
     fn call(&mut self, req: Request<kube::client::Body>) -> Self::Future {
         let server = self.0.clone();
+        let path = req.uri().path().to_owned();
         Box::pin(async move {
+            if server.hangs(&path) {
+                std::future::pending::<()>().await;
+            }
             let (parts, body) = req.into_parts();
             let body = match body.collect_bytes().await {
                 Ok(b) => b,

@@ -392,6 +392,21 @@ impl FakeApiServer {
             .add(verb, self::resource(resource), code, times);
     }
 
+    /// From now on, requests whose path contains `path_part` (e.g. `/leases`) are never
+    /// answered, as by a server that accepts connections and goes silent.
+    pub fn hang(&self, path_part: &str) {
+        self.shared.lock().faults.hanging.push(path_part.to_owned());
+    }
+
+    pub(crate) fn hangs(&self, path: &str) -> bool {
+        let state = self.shared.lock();
+        state
+            .faults
+            .hanging
+            .iter()
+            .any(|p| path.contains(p.as_str()))
+    }
+
     // ---- observability ----
 
     pub fn requests(&self) -> Vec<RequestRecord> {
