@@ -96,8 +96,9 @@ fn parse_ipv4_sloppy(s: &str) -> Option<Ipv4Addr> {
 }
 
 /// Parses a CPU quantity ("2", "1.5", "500m", "2k", "1Ki", "1e3") into millicores, rounding up
-/// like `Quantity.MilliValue`. Negative values are 0; values too large saturate. `None` when the
-/// text is not a quantity.
+/// like `Quantity.MilliValue`. Negative values are 0; values beyond an i64 saturate, however many
+/// digits or however large an exponent they have (upstream parses any size exactly). `None` when
+/// the text is not a quantity.
 pub fn parse_cpu_millis(q: &str) -> Option<i64> {
     let (negative, rest) = match q.as_bytes().first() {
         Some(b'-') => (true, &q[1..]),
@@ -116,15 +117,9 @@ pub fn parse_cpu_millis(q: &str) -> Option<i64> {
     if !frac_part.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    // mantissa / 10^scale is the number; the suffix multiplies it by 10^exp10 * 2^exp2.
-    let mut mantissa: i128 = 0;
-    for b in int_part.bytes().chain(frac_part.bytes()) {
-        mantissa = mantissa
-            .checked_mul(10)?
-            .checked_add(i128::from(b - b'0'))?;
-    }
-    let scale = i32::try_from(frac_part.len()).ok()?;
-    let (exp10, exp2): (i32, u32) = match suffix {
+    // The number is digits * 2^exp2 * 10^exp10; exponents are i64 and saturate, so no text can
+    // overflow them.
+    let (exp10, exp2): (i64, u32) = match suffix {
         "" => (0, 0),
         "m" => (-3, 0),
         "k" => (3, 0),
@@ -139,44 +134,79 @@ pub fn parse_cpu_millis(q: &str) -> Option<i64> {
         "Ti" => (0, 40),
         "Pi" => (0, 50),
         "Ei" => (0, 60),
-        s if s.starts_with(['e', 'E']) => {
-            let e = &s[1..];
-            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            (e.parse::<i32>().ok()?, 0)
-        }
+        s if s.starts_with(['e', 'E']) => (decimal_exponent(&s[1..])?, 0),
         _ => return None,
     };
-    if negative && mantissa != 0 {
+    let mut digits: Vec<u8> = int_part
+        .bytes()
+        .chain(frac_part.bytes())
+        .map(|b| b - b'0')
+        .collect();
+    for _ in 0..exp2 / 10 {
+        multiply_digits(&mut digits, 1024);
+    }
+    let first = digits.iter().position(|&d| d != 0);
+    let Some(first) = first else {
+        return Some(0);
+    };
+    if negative {
         return Some(0);
     }
-    // millis = mantissa * 2^exp2 * 10^(exp10 + 3 - scale), rounded up.
-    let mut value = mantissa.checked_mul(1i128.checked_shl(exp2)?)?;
+    let digits = &digits[first..];
+    // Millicores: digits * 10^exp, and the integer part has `whole` digits.
+    let scale = i64::try_from(frac_part.len()).unwrap_or(i64::MAX);
     let exp = exp10.saturating_add(3).saturating_sub(scale);
-    if exp >= 0 {
-        for _ in 0..exp {
-            if value == 0 {
-                break;
-            }
-            value = match value.checked_mul(10) {
-                Some(v) if v <= i128::from(i64::MAX) => v,
-                _ => return Some(i64::MAX),
-            };
-        }
-    } else {
-        let mut divisor: i128 = 1;
-        for _ in 0..exp.unsigned_abs() {
-            match divisor.checked_mul(10) {
-                Some(d) => divisor = d,
-                // More than 38 digits of fraction: any non-zero value rounds up to 1.
-                None => return Some(i64::from(value > 0)),
-            }
-        }
-        value = (value + divisor - 1) / divisor;
+    let len = i64::try_from(digits.len()).unwrap_or(i64::MAX);
+    let whole = len.saturating_add(exp);
+    // At least 10^19 > i64::MAX.
+    if whole > 19 {
+        return Some(i64::MAX);
+    }
+    // Between 0 and 1: rounds up to one millicore.
+    if whole <= 0 {
+        return Some(1);
+    }
+    let whole = usize::try_from(whole).ok()?;
+    let (int_digits, fraction) = digits.split_at(whole.min(digits.len()));
+    let padding = whole.saturating_sub(int_digits.len());
+    // At most 19 digits: fits a u64.
+    let mut value: u64 = 0;
+    for &d in int_digits.iter().chain(std::iter::repeat_n(&0, padding)) {
+        value = value.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    if fraction.iter().any(|&d| d != 0) {
+        value = value.saturating_add(1);
     }
     Some(i64::try_from(value).unwrap_or(i64::MAX))
+}
+
+/// The exponent of `1e3`, `1E-3`: an optionally signed decimal integer; beyond an i64 it saturates
+/// (the value is then 0 or infinite either way).
+fn decimal_exponent(e: &str) -> Option<i64> {
+    let (negative, digits) = match e.as_bytes().first() {
+        Some(b'-') => (true, &e[1..]),
+        Some(b'+') => (false, &e[1..]),
+        _ => (false, e),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let magnitude = digits.parse::<i64>().unwrap_or(i64::MAX);
+    Some(if negative { -magnitude } else { magnitude })
+}
+
+/// Multiplies a big-endian decimal digit string by `by` in place.
+fn multiply_digits(digits: &mut Vec<u8>, by: u32) {
+    let mut carry: u32 = 0;
+    for d in digits.iter_mut().rev() {
+        let v = u32::from(*d) * by + carry;
+        *d = (v % 10) as u8;
+        carry = v / 10;
+    }
+    while carry > 0 {
+        digits.insert(0, (carry % 10) as u8);
+        carry /= 10;
+    }
 }
 
 /// How an object's metadata is read.
@@ -473,6 +503,43 @@ mod tests {
             ("1.2.3", None),
             ("2 cores", None),
             ("1x", None),
+        ];
+        for (q, want) in cases {
+            assert_eq!(parse_cpu_millis(q), want, "{q:?}");
+        }
+    }
+
+    /// Upstream reads a quantity of any size exactly, so a huge one is huge: never negative, never
+    /// unreadable (which would count as no capacity and turn topology hints off).
+    #[test]
+    fn huge_cpu_quantities_saturate() {
+        let nines = "9".repeat(39);
+        let max = i128::MAX.to_string();
+        let big = format!("1{}e-41", "0".repeat(38));
+        let cases = [
+            (nines.as_str(), Some(i64::MAX)),
+            (max.as_str(), Some(i64::MAX)),
+            (&format!("{max}e-5"), Some(i64::MAX)),
+            (&format!("{max}m"), Some(i64::MAX)),
+            (&format!("{max}Ei"), Some(i64::MAX)),
+            (&format!("0.{nines}"), Some(1000)),
+            (&format!("{nines}e-39"), Some(1000)),
+            (&format!("{nines}e-40"), Some(100)),
+            // 10^38 * 10^-41 cores: 1 millicore (this wrapped to -1).
+            (&big, Some(1)),
+            (&format!("0.{}1", "0".repeat(100)), Some(1)),
+            (&format!("{}1", "0".repeat(100)), Some(1000)),
+            ("9223372036854775807m", Some(i64::MAX)),
+            ("9223372036854775808m", Some(i64::MAX)),
+            ("9223372036854775.807", Some(i64::MAX)),
+            ("9223372036854775.806", Some(i64::MAX - 1)),
+            ("8Ei", Some(i64::MAX)),
+            ("1Ei", Some(i64::MAX)),
+            ("0.001Ki", Some(1024)),
+            ("1e99999999999999999999999", Some(i64::MAX)),
+            ("1e-99999999999999999999999", Some(1)),
+            (&format!("-{nines}"), Some(0)),
+            ("0e99999999999999999999", Some(0)),
         ];
         for (q, want) in cases {
             assert_eq!(parse_cpu_millis(q), want, "{q:?}");
