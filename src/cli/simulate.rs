@@ -9,7 +9,6 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
@@ -17,7 +16,7 @@ use serde_json::json;
 use sliced::model::EndpointSlice;
 use sliced::reconcile::endpoints::ANNOTATION_OVER_CAPACITY as OVER_CAPACITY;
 use sliced::replay::{FaultProfile, ReplayOptions, Step, replay_with_progress};
-use sliced::sim::{self, ClusterSpec, TraceKind};
+use sliced::sim::{self, ClusterSpec, SpecError, TraceKind};
 use sliced::sink::Object;
 use sliced::snapshot::{Controllers, reconcile_snapshot_full};
 
@@ -110,7 +109,13 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     }
     let mut spec = match &args.spec {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => text,
+                Err(e) => {
+                    eprintln!("error: {path}: cannot read the cluster spec: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
             match ClusterSpec::from_yaml(&text) {
                 Ok(spec) => spec,
                 Err(e) => {
@@ -129,6 +134,18 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(seed) = args.seed {
         spec.seed = seed;
+    }
+    // The overrides too must fit in memory; the rest of a spec `generate` clamps into range.
+    if let Err(e) = spec.validate_sizes() {
+        let source = match &e {
+            SpecError::Invalid { field: "pods", .. } if args.pods.is_some() => "--pods",
+            SpecError::Invalid {
+                field: "services", ..
+            } if args.services.is_some() => "--services",
+            _ => args.spec.as_deref().unwrap_or("the default spec"),
+        };
+        eprintln!("error: {source}: {e}");
+        return Ok(ExitCode::from(2));
     }
     let text = args.output == "text";
     let rss_start = resident_bytes();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use smallvec::smallvec;
 
 use super::rng::{Rng, fnv, pod_suffix};
-use super::spec::ClusterSpec;
+use super::spec::{ClusterSpec, MAX_NAMESPACES, MAX_NODES, MAX_PODS, MAX_SERVICES};
 use crate::model::{
     ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Namespace, Node, Pod, PodIps, PodMeta,
     PodPhase, Protocol, ResourceVersion, Service, ServicePort, TargetPort, Timestamp, Uid, intern,
@@ -356,7 +356,12 @@ fn clamp(spec: &ClusterSpec) -> ClusterSpec {
         s.tail_shape = ClusterSpec::default().tail_shape;
     }
     s.zones = s.zones.clamp(1, 26 * 26);
-    s.namespaces = s.namespaces.max(1);
+    // Sizes beyond what memory holds are cut to the most `validate` allows.
+    s.pods = s.pods.min(MAX_PODS);
+    s.services = s.services.min(MAX_SERVICES);
+    s.huge_service_pods = s.huge_service_pods.min(MAX_PODS);
+    s.nodes_per_zone = s.nodes_per_zone.min(MAX_NODES / s.zones);
+    s.namespaces = s.namespaces.clamp(1, MAX_NAMESPACES);
     s.pods_per_node = s.pods_per_node.max(1);
     s.node_cpu_millis = s.node_cpu_millis.max(1);
     if s.pods > 0 {

@@ -25,5 +25,5 @@ pub use cluster::{Cluster, Deployment, EPOCH_SECOND, LABEL_TEMPLATE_HASH, Zone, 
 pub use episodes::NodeLoss;
 pub use rng::Rng;
 pub use simple::{ServiceScenario, cluster, single_service};
-pub use spec::{ClusterSpec, SpecError};
+pub use spec::{ClusterSpec, MAX_NAMESPACES, MAX_NODES, MAX_PODS, MAX_SERVICES, SpecError};
 pub use trace::{Step, TraceKind, trace};

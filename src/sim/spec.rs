@@ -63,6 +63,13 @@ impl Default for ClusterSpec {
     }
 }
 
+/// The largest cluster a spec may ask for: far beyond any real one (50 million pods take about
+/// 16 GB), and far from overflowing `usize` arithmetic.
+pub const MAX_PODS: usize = 50_000_000;
+pub const MAX_SERVICES: usize = 10_000_000;
+pub const MAX_NAMESPACES: usize = 1_000_000;
+pub const MAX_NODES: usize = 5_000_000;
+
 /// A spec that does not parse or cannot be built.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum SpecError {
@@ -92,7 +99,8 @@ impl ClusterSpec {
         let spec = if only_comments {
             ClusterSpec::default()
         } else {
-            serde_saphyr::from_str(text).map_err(|e| SpecError::Parse(e.to_string()))?
+            serde_saphyr::from_str_with_options(text, crate::kube::manifest::yaml_options(text))
+                .map_err(|e| SpecError::Parse(e.without_snippet().to_string()))?
         };
         spec.validate()?;
         Ok(spec)
@@ -101,6 +109,7 @@ impl ClusterSpec {
     /// Checks that the numbers can be built as asked. `generate` clamps a spec that fails this into
     /// range rather than failing, so it is for callers that want to report a bad spec.
     pub fn validate(&self) -> Result<(), SpecError> {
+        self.validate_sizes()?;
         for (field, value) in [
             ("dual_stack_fraction", self.dual_stack_fraction),
             ("named_port_fraction", self.named_port_fraction),
@@ -177,6 +186,37 @@ impl ClusterSpec {
                     self.pods - huge
                 ),
             ));
+        }
+        Ok(())
+    }
+
+    /// Checks that the sizes are within the bounds above (`generate` cuts larger ones down):
+    /// what `--pods` and `--services` must pass too.
+    pub fn validate_sizes(&self) -> Result<(), SpecError> {
+        for (field, value, max) in [
+            ("pods", self.pods, MAX_PODS),
+            ("services", self.services, MAX_SERVICES),
+            ("namespaces", self.namespaces, MAX_NAMESPACES),
+            ("huge_service_pods", self.huge_service_pods, MAX_PODS),
+        ] {
+            if value > max {
+                return Err(invalid(
+                    field,
+                    format!("{value} is more than a simulated cluster can hold (at most {max})"),
+                ));
+            }
+        }
+        if self.nodes_per_zone > 0 {
+            let nodes = self.zones.max(1).checked_mul(self.nodes_per_zone);
+            if nodes.is_none_or(|n| n > MAX_NODES) {
+                return Err(invalid(
+                    "nodes_per_zone",
+                    format!(
+                        "{} zones of {} nodes is more than a simulated cluster can hold (at most {MAX_NODES} nodes)",
+                        self.zones, self.nodes_per_zone
+                    ),
+                ));
+            }
         }
         Ok(())
     }

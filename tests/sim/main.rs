@@ -2,6 +2,7 @@
 //! cluster (size distribution, dual-stack, named ports, headless, labels), its speed, the `apply`
 //! oracle and the first generators. Traces are tested in `traces.rs`.
 
+mod sizes;
 mod traces;
 
 use std::collections::hash_map::DefaultHasher;
