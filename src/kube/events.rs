@@ -17,7 +17,9 @@ use crate::sink::{Kind, Verb, WriteError};
 pub enum EventsError {
     #[error("{file}: {message}")]
     File { file: String, message: String },
-    #[error("{file}: step {step}: {field}: {message}")]
+    /// A step, or one of its fields (`at`, `fail.status`); `field` is empty for the step as a
+    /// whole.
+    #[error("{file}: step {step}: {}{message}", field_label(.field))]
     Step {
         file: String,
         step: usize,
@@ -27,6 +29,30 @@ pub enum EventsError {
     #[error(transparent)]
     Object(#[from] LoadError),
 }
+
+fn field_label(field: &str) -> String {
+    if field.is_empty() {
+        String::new()
+    } else {
+        format!("{field}: ")
+    }
+}
+
+/// What a step may hold, besides its time.
+const ACTIONS: [&str; 3] = ["apply", "delete", "fail"];
+
+/// The kinds a step applies or deletes, with the apiVersion each must have (as the manifest
+/// loader reads them; a test keeps the two in step).
+const KINDS: [(&str, &str); 6] = [
+    ("Service", "v1"),
+    ("Pod", "v1"),
+    ("Node", "v1"),
+    ("Namespace", "v1"),
+    ("EndpointSlice", "discovery.k8s.io/v1"),
+    ("Endpoints", "v1"),
+];
+
+const KIND_NAMES: &str = "Service, Pod, Node, Namespace, EndpointSlice or Endpoints";
 
 pub fn load_events_file(path: impl AsRef<Path>) -> Result<Vec<Step>, EventsError> {
     let path = path.as_ref();
@@ -45,12 +71,22 @@ pub fn load_events(file: &str, text: &str) -> Result<Vec<Step>, EventsError> {
         file: file.to_owned(),
         message,
     };
-    let value: Value = if text.trim_start().starts_with(['{', '[']) {
-        serde_json::from_str(text).or_else(|_| serde_saphyr::from_str(text))
-    } else {
-        serde_saphyr::from_str(text)
-    }
-    .map_err(|e| file_error(format!("not a list of steps: {e}")))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let json = text.trim_start().starts_with(['{', '[']);
+    let value: Value = match json.then(|| serde_json::from_str(text)) {
+        Some(Ok(value)) => value,
+        // Flow-style YAML starts as JSON does.
+        _ => serde_saphyr::from_str_with_options(text, manifest::yaml_options(text)).map_err(
+            |e| {
+                file_error(format!(
+                    "invalid YAML: {}",
+                    e.without_snippet()
+                        .to_string()
+                        .replace(", set DuplicateKeyPolicy in Options if acceptable", "")
+                ))
+            },
+        )?,
+    };
     let steps = match value {
         Value::Array(steps) => steps,
         Value::Null => Vec::new(),
@@ -89,14 +125,32 @@ fn parse_step(file: &str, step: usize, value: Value) -> Result<Step, EventsError
     let Value::Object(mut map) = value else {
         return Err(err(
             "",
-            format!("expected a mapping, found {}", kind_of(&value)),
+            format!(
+                "expected a mapping of `at` and one of `apply`, `delete` or `fail`, found {}",
+                kind_of(&value)
+            ),
         ));
     };
+    if let Some(key) = map
+        .keys()
+        .find(|k| *k != "at" && !ACTIONS.contains(&k.as_str()))
+    {
+        return Err(err(
+            key,
+            "unknown field: a step has `at` and one of `apply`, `delete` or `fail`".into(),
+        ));
+    }
     let at = match map.remove("at") {
         Some(Value::String(s)) => parse_duration(&s).map_err(|e| err("at", e.to_string()))?,
         Some(Value::Number(n)) => {
             let seconds = n.as_f64().unwrap_or(f64::NAN);
             duration_from_seconds(seconds, &n.to_string()).map_err(|e| err("at", e.to_string()))?
+        }
+        None | Some(Value::Null) => {
+            return Err(err(
+                "at",
+                "missing: every step has a time, such as `at: 1.5s`".into(),
+            ));
         }
         Some(other) => {
             return Err(err(
@@ -104,47 +158,150 @@ fn parse_step(file: &str, step: usize, value: Value) -> Result<Step, EventsError
                 format!("expected a duration, found {}", kind_of(&other)),
             ));
         }
-        None => {
+    };
+    let mut actions = ACTIONS.into_iter().filter_map(|k| map.remove_entry(k));
+    let (action, value) = match (actions.next(), actions.next()) {
+        (Some(one), None) => one,
+        (None, _) => {
             return Err(err(
-                "at",
-                "missing: every step has a time, such as `at: 1.5s`".into(),
+                "apply, delete or fail",
+                "missing: a step has exactly one of them".into(),
+            ));
+        }
+        (Some((first, _)), Some((second, _))) => {
+            return Err(err(
+                &format!("{first}, {second}"),
+                "a step has exactly one of `apply`, `delete` or `fail`, not two".into(),
             ));
         }
     };
-    let actions: Vec<&str> = ["apply", "delete", "fail"]
-        .into_iter()
-        .filter(|k| map.contains_key(*k))
-        .collect();
-    if actions.len() != 1 {
-        return Err(err(
-            "",
-            "a step has exactly one of `apply`, `delete` or `fail`".into(),
-        ));
-    }
-    let action = match actions[0] {
-        "apply" => {
-            let object = map.remove("apply").unwrap_or(Value::Null);
-            let m = manifest::load_step_object(file, step, object)?;
-            Action::Apply(single_change(m).ok_or_else(|| {
-                err(
-                    "apply",
-                    "expected one Service, Pod, Node, Namespace, EndpointSlice or Endpoints".into(),
-                )
-            })?)
-        }
+    let action = match action.as_str() {
+        "apply" => Action::Apply(apply_change(file, step, value).map_err(|e| match e {
+            Refused::Field(field, message) => err(&field, message),
+            Refused::Object(e) => EventsError::Object(e),
+        })?),
         "delete" => {
-            let target = map.remove("delete").unwrap_or(Value::Null);
-            Action::Delete(delete_change(&target).map_err(|m| err("delete", m))?)
+            Action::Delete(delete_change(&value).map_err(|(f, m)| err(&format!("delete{f}"), m))?)
         }
-        _ => {
-            let spec = map.remove("fail").unwrap_or(Value::Null);
-            parse_fail(&spec).map_err(|(f, m)| err(&format!("fail.{f}"), m))?
-        }
+        _ => parse_fail(&value).map_err(|(f, m)| err(&format!("fail{f}"), m))?,
     };
     Ok(Step { at, action })
 }
 
-fn single_change(m: Manifest) -> Option<Change> {
+/// Why an `apply` was refused: a field of the step, or the object as the manifest loader says.
+enum Refused {
+    Field(String, String),
+    Object(LoadError),
+}
+
+fn apply_change(file: &str, step: usize, object: Value) -> Result<Change, Refused> {
+    let field = |f: &str, m: String| Refused::Field(f.to_owned(), m);
+    let text = |k: &str| object.get(k).and_then(Value::as_str).map(str::to_owned);
+    let (kind, api_version) = (text("kind"), text("apiVersion"));
+    if let (Some(kind), Some(version)) = (&kind, &api_version)
+        && let Some((_, want)) = KINDS.iter().find(|(k, _)| k == kind)
+        && version != want
+    {
+        return Err(field(
+            "apply.apiVersion",
+            format!("{version:?} is not supported for kind {kind} (want {want})"),
+        ));
+    }
+    if object.is_null() {
+        return Err(field(
+            "apply",
+            "missing: the object to create or update".into(),
+        ));
+    }
+    let given = object.clone();
+    let m = manifest::load_step_object(file, step, object)
+        .map_err(|e| Refused::Object(required_field(e, &given)))?;
+    let skipped = m.warnings.len();
+    let mut changes = changes_of(m);
+    match (changes.pop(), changes.len()) {
+        (Some(change), 0) => Ok(change),
+        (Some(_), more) => Err(field(
+            "apply",
+            format!("expected one object, found {}", more + 1),
+        )),
+        (None, _) if skipped > 0 && kind.as_deref().is_some_and(|k| !k.ends_with("List")) => {
+            Err(field(
+                "apply.kind",
+                format!(
+                    "{:?} is not a kind sliced reads: want {KIND_NAMES}",
+                    kind.unwrap_or_default()
+                ),
+            ))
+        }
+        (None, _) => Err(field(
+            "apply",
+            format!("expected one {KIND_NAMES}, found none"),
+        )),
+    }
+}
+
+/// A field the decoder read as its zero value because it was null or missing (`port: null` is
+/// not port 0): says so, instead of complaining about the zero.
+fn required_field(e: LoadError, given: &Value) -> LoadError {
+    let LoadError::Invalid(mut invalid) = e else {
+        return e;
+    };
+    // The decoder's zero values, as its complaints about them begin.
+    let about_zero = ["0 is not", "\"\" is not"]
+        .iter()
+        .any(|z| invalid.message.starts_with(z));
+    invalid.message = match (lookup(given, &invalid.path), about_zero) {
+        (Some(Found::Null), true) => "null, but a value is required".to_owned(),
+        (Some(Found::Null), false) => format!("null: {}", invalid.message),
+        (Some(Found::Missing), true) => "missing, but a value is required".to_owned(),
+        _ => return LoadError::Invalid(invalid),
+    };
+    LoadError::Invalid(invalid)
+}
+
+enum Found {
+    Null,
+    Missing,
+    Value,
+}
+
+/// Follows a path such as `spec.ports[0].port` into `value`; `None` when the path leaves it
+/// before its last field.
+fn lookup(value: &Value, path: &str) -> Option<Found> {
+    if path.is_empty() {
+        return None;
+    }
+    let mut at = value;
+    let mut segments = path.split('.').peekable();
+    while let Some(segment) = segments.next() {
+        let (key, indices) = match segment.find('[') {
+            Some(i) => segment.split_at(i),
+            None => (segment, ""),
+        };
+        let last = segments.peek().is_none() && indices.is_empty();
+        let next = if key.is_empty() {
+            Some(at)
+        } else {
+            at.get(key)
+        };
+        at = match next {
+            Some(v) => v,
+            None if last => return Some(Found::Missing),
+            None => return None,
+        };
+        for index in indices.split_terminator(']') {
+            let index: usize = index.strip_prefix('[')?.parse().ok()?;
+            at = at.get(index)?;
+        }
+    }
+    Some(if at.is_null() {
+        Found::Null
+    } else {
+        Found::Value
+    })
+}
+
+fn changes_of(m: Manifest) -> Vec<Change> {
     let o = m.objects;
     let mut changes: Vec<Change> = Vec::new();
     changes.extend(o.services.into_iter().map(Change::Service));
@@ -161,19 +318,70 @@ fn single_change(m: Manifest) -> Option<Change> {
             .into_iter()
             .map(|e| Change::Endpoints(Arc::new(e))),
     );
-    (changes.len() == 1).then(|| changes.pop()).flatten()
+    changes
 }
 
-fn delete_change(target: &Value) -> Result<Change, String> {
-    let field = |k: &str| {
-        target
-            .get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
+/// A field of a step's mapping (`.kind` of `delete`), and what is wrong with it.
+type FieldError = (String, String);
+
+/// The fields of `spec` (`fail` or `delete`): a mapping holding only `allowed`.
+fn fields<'a>(
+    spec: &'a Value,
+    allowed: &[&str],
+    what: &str,
+) -> Result<&'a serde_json::Map<String, Value>, FieldError> {
+    let Value::Object(map) = spec else {
+        return Err((
+            String::new(),
+            format!("expected a mapping of {what}, found {}", kind_of(spec)),
+        ));
     };
-    let kind = field("kind").ok_or("missing kind")?;
-    let name = intern(field("name").ok_or("missing name")?);
-    let namespace = || -> Name { intern(field("namespace").unwrap_or("default")) };
+    if let Some(key) = map.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err((
+            format!(".{key}"),
+            format!("unknown field: want {}", allowed.join(", ")),
+        ));
+    }
+    Ok(map)
+}
+
+/// A string field: `None` when absent or null.
+fn string_field<'a>(
+    map: &'a serde_json::Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, FieldError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err((
+            format!(".{key}"),
+            format!("expected a string, found {}", kind_of(other)),
+        )),
+    }
+}
+
+fn required<'a>(value: Option<&'a str>, key: &str, want: &str) -> Result<&'a str, FieldError> {
+    value
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| (format!(".{key}"), format!("missing: want {want}")))
+}
+
+fn delete_change(target: &Value) -> Result<Change, FieldError> {
+    let map = fields(
+        target,
+        &["kind", "namespace", "name"],
+        "kind, namespace and name",
+    )?;
+    let kind = required(string_field(map, "kind")?, "kind", KIND_NAMES)?;
+    let name = intern(required(string_field(map, "name")?, "name", "a name")?);
+    let given_namespace = string_field(map, "namespace")?;
+    let namespace = || -> Name {
+        intern(
+            given_namespace
+                .filter(|s| !s.is_empty())
+                .unwrap_or("default"),
+        )
+    };
     Ok(match kind {
         "Service" => Change::ServiceDeleted {
             namespace: namespace(),
@@ -194,41 +402,80 @@ fn delete_change(target: &Value) -> Result<Change, String> {
             name,
             uid: Name::default(),
         },
-        other => return Err(format!("unknown kind {other:?}")),
+        other => {
+            return Err((
+                ".kind".into(),
+                format!("{other:?} is not a kind sliced reads: want {KIND_NAMES}"),
+            ));
+        }
     })
 }
 
-fn parse_fail(spec: &Value) -> Result<Action, (&'static str, String)> {
-    let text = |k: &'static str| spec.get(k).and_then(Value::as_str);
-    let verb = match text("verb") {
-        Some("create") => Verb::Create,
-        Some("update") => Verb::Update,
-        Some("delete") => Verb::Delete,
-        other => return Err(("verb", format!("{other:?}: want create, update or delete"))),
-    };
-    let kind = match text("kind") {
-        Some("EndpointSlice") => Kind::EndpointSlice,
-        Some("Endpoints") => Kind::Endpoints,
+const STATUSES: [u64; 5] = [403, 409, 429, 500, 503];
+
+fn parse_fail(spec: &Value) -> Result<Action, FieldError> {
+    let map = fields(
+        spec,
+        &["verb", "kind", "status", "reason", "times"],
+        "verb, kind, status, reason and times",
+    )?;
+    let verb = match required(
+        string_field(map, "verb")?,
+        "verb",
+        "create, update or delete",
+    )? {
+        "create" => Verb::Create,
+        "update" => Verb::Update,
+        "delete" => Verb::Delete,
         other => {
             return Err((
-                "kind",
-                format!("{other:?}: want EndpointSlice or Endpoints"),
+                ".verb".into(),
+                format!("{other:?} is not a verb sliced writes: want create, update or delete"),
             ));
         }
     };
-    let status = spec
-        .get("status")
-        .and_then(Value::as_u64)
-        .filter(|s| [403, 409, 429, 500, 503].contains(s))
-        .ok_or(("status", "want one of 403, 409, 429, 500, 503".to_string()))?;
-    let times = match spec.get("times") {
-        None => 1,
+    let kind = match required(
+        string_field(map, "kind")?,
+        "kind",
+        "EndpointSlice or Endpoints",
+    )? {
+        "EndpointSlice" => Kind::EndpointSlice,
+        "Endpoints" => Kind::Endpoints,
+        other => {
+            return Err((
+                ".kind".into(),
+                format!("{other:?} is not a kind sliced writes: want EndpointSlice or Endpoints"),
+            ));
+        }
+    };
+    let want_status = "want one of 403, 409, 429, 500, 503";
+    let status = match map.get("status") {
+        None | Some(Value::Null) => {
+            return Err((".status".into(), format!("missing: {want_status}")));
+        }
+        Some(v) => v.as_u64().filter(|s| STATUSES.contains(s)).ok_or_else(|| {
+            (
+                ".status".to_owned(),
+                format!("{v} is not a status sliced can fail writes with: {want_status}"),
+            )
+        })?,
+    };
+    let times = match map.get("times") {
+        None | Some(Value::Null) => 1,
         Some(v) => v
             .as_u64()
             .and_then(|t| usize::try_from(t).ok())
-            .ok_or(("times", "want a whole number".to_string()))?,
+            .ok_or_else(|| {
+                (
+                    ".times".to_owned(),
+                    format!("{v} is not a whole number of writes"),
+                )
+            })?,
     };
-    let reason = text("reason").unwrap_or(default_reason(status)).to_owned();
+    let reason = string_field(map, "reason")?
+        .filter(|r| !r.is_empty())
+        .unwrap_or(default_reason(status))
+        .to_owned();
     let name = Name::new("");
     let error = match (status, reason.as_str()) {
         (403, "NamespaceTerminating") => WriteError::NamespaceTerminating {
@@ -241,7 +488,7 @@ fn parse_fail(spec: &Value) -> Result<Action, (&'static str, String)> {
             name,
         },
         _ => WriteError::Status {
-            code: status as u16,
+            code: u16::try_from(status).unwrap_or(500),
             message: format!("injected failure: {reason}"),
             reason,
         },
@@ -261,5 +508,25 @@ fn default_reason(status: u64) -> &'static str {
         429 => "TooManyRequests",
         503 => "ServiceUnavailable",
         _ => "InternalError",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kinds and apiVersions a step is checked against are the ones the manifest loader reads.
+    #[test]
+    fn step_kinds_are_the_manifest_loaders() {
+        let skipped = |kind: &str, version: &str| {
+            let object = serde_json::json!({"apiVersion": version, "kind": kind,
+                "metadata": {"name": "a", "namespace": "default"}});
+            matches!(manifest::load_step_object("f", 1, object), Ok(m) if !m.warnings.is_empty())
+        };
+        for (kind, version) in KINDS {
+            assert!(!skipped(kind, version), "{kind} {version}");
+            assert!(skipped(kind, "v0"), "{kind}");
+        }
+        assert!(skipped("Deployment", "apps/v1"));
     }
 }

@@ -268,12 +268,13 @@ fn json_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadErr
     Ok(documents)
 }
 
-fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
-    let starts = DocumentStarts::new(text);
+/// Parser options for `text`, shared by every YAML loader (manifests, traces, specs). The default
+/// budget suits configuration files; a cluster dump or a long trace can be far larger. Without
+/// aliases, every event and node takes at least one byte of input, so a budget in proportion to
+/// the text refuses nothing real. Alias limits stay, and so does the depth limit (64), which keeps
+/// deserialising within a thread's stack.
+pub(crate) fn yaml_options(text: &str) -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
-    // The default budget suits configuration files; a cluster dump can be far larger. Without
-    // aliases, every event and node takes at least one byte of input. Alias limits stay, and so
-    // does the depth limit (64), which keeps deserialising within a thread's stack.
     let mut budget = serde_saphyr::Budget::default();
     let size = text.len().saturating_mul(2).saturating_add(1024);
     budget.max_events = budget.max_events.max(size);
@@ -283,7 +284,15 @@ fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadErr
     budget.max_reader_input_bytes = None;
     options.budget = Some(budget);
     options.with_snippet = false;
-    match serde_saphyr::from_multiple_with_options::<serde_saphyr::Spanned<Value>>(text, options) {
+    options
+}
+
+fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
+    let starts = DocumentStarts::new(text);
+    match serde_saphyr::from_multiple_with_options::<serde_saphyr::Spanned<Value>>(
+        text,
+        yaml_options(text),
+    ) {
         Ok(documents) => Ok(documents
             .into_iter()
             .map(|d| (starts.document_at(d.referenced.line()), d.value))

@@ -86,6 +86,8 @@ pub struct ReplayResult {
     pub steps: usize,
     /// Virtual time at the end.
     pub ended_at: Duration,
+    /// Work was still due beyond the end of virtual time (about 584 years), so the run stopped.
+    pub out_of_time: bool,
     /// Wall-clock time the replay took.
     pub elapsed: Duration,
 }
@@ -138,6 +140,7 @@ pub fn replay_with_progress(
     let mut next = 0;
     let mut caches_listed = false;
     let mut resynced = false;
+    let mut out_of_time = false;
     loop {
         let now = clock.now();
         sink.set_now(
@@ -242,18 +245,27 @@ pub fn replay_with_progress(
         }
         match wake {
             Some(t) if options.until.is_none_or(|u| t <= u) => {
-                clock.set(t.max(now + took));
+                let to = t.max(now.saturating_add(took));
+                clock.set(to);
+                // A time beyond the clock's range (about 584 years) can never come: stop there
+                // rather than ask for it forever.
+                if clock.now() < to {
+                    out_of_time = true;
+                    break;
+                }
             }
             _ => break,
         }
     }
     result.ended_at = clock.now();
+    result.out_of_time = out_of_time;
     result.objects = sink.objects();
     result.final_state = world.snapshot();
     result.events = replicas.take_events();
     result.stats = replicas.stats();
     result.violations = replicas.take_violations();
-    let drained = replicas.is_settled()
+    let drained = !out_of_time
+        && replicas.is_settled()
         && replicas.leader().is_idle()
         && options.until.is_none_or(|u| result.ended_at < u);
     if drained && (options.engine.check_invariants || faulty.is_some()) {

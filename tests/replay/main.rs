@@ -3,7 +3,9 @@
 //! tracker (own writes ignored, edits and deletions by others repaired).
 
 mod durations;
+mod limits;
 mod lost_endpoints;
+mod messages;
 
 use std::process::Command;
 
