@@ -172,7 +172,10 @@ async fn memory_stays_flat_through_churn() {
                 .get("shop", name)
                 .is_none_or(|pod| pod.meta.resource_version().as_str() != version.as_str())
             {
-                assert!(Instant::now() < deadline, "phase {phase}: the pod watch fell behind");
+                assert!(
+                    Instant::now() < deadline,
+                    "phase {phase}: the pod watch fell behind"
+                );
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
