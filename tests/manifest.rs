@@ -1,6 +1,7 @@
 //! Loading manifests: formats, Lists, skipped kinds, error messages and the slice round trip.
 
 use std::net::IpAddr;
+use std::process::Command;
 
 use sliced::kube::convert::object_to_json;
 use sliced::kube::manifest::{LoadError, Manifest, load_reader, load_str};
@@ -567,11 +568,9 @@ fn deep_nesting_is_refused() {
             ),
         ]
     };
-    // The 64-deep budget, in serde-saphyr's words, Debug formatting included ("Depth { depth: 65 }"):
-    // issue 12's "Messages" asks for plain words, and the fix that gives them updates this line.
-    let depth_budget = |at: &str| {
-        format!("t: document 1: invalid YAML: budget breached: Depth {{ depth: 65 }} at {at}")
-    };
+    // The 64-deep budget, in plain words (the parser's own are "Depth { depth: 65 }").
+    let depth_budget =
+        |at: &str| format!("t: document 1: invalid YAML: nested deeper than 64 levels at {at}");
     let json_limit = |column: u32| {
         format!("t: document 1: invalid JSON: recursion limit exceeded at line 1 column {column}")
     };
@@ -605,7 +604,7 @@ fn deep_nesting_is_refused() {
                 (Err(e), Some(want)) => {
                     assert_eq!(&e.to_string(), want, "{shape} at depth {depth}");
                     let refused_for_depth =
-                        want.contains("recursion limit") || want.contains("Depth");
+                        want.contains("recursion limit") || want.contains("nested deeper");
                     assert_eq!(
                         matches!(e, LoadError::Syntax { .. }),
                         refused_for_depth,
@@ -626,4 +625,165 @@ fn zero_or_empty_target_port_defaults_to_the_port() {
     let ports = &m.objects.services[0].ports;
     assert_eq!(ports[0].target_port, TargetPort::Number(80));
     assert_eq!(ports[1].target_port, TargetPort::Number(81));
+}
+
+/// Runs `sliced reconcile -f` on `text` in a file named `name`: the exit code and the first line
+/// of standard error, with the file's path written as `FILE`.
+fn reconcile(name: &str, text: &str) -> (Option<i32>, String) {
+    let dir = std::env::temp_dir().join(format!("sliced-manifest-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join(name);
+    std::fs::write(&file, text).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_sliced"))
+        .args(["reconcile", "-o", "json", "-f"])
+        .arg(&file)
+        .output()
+        .expect("run sliced");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().next().unwrap_or_default();
+    (
+        out.status.code(),
+        line.replace(&file.display().to_string(), "FILE"),
+    )
+}
+
+/// A null or missing port is reported as such, not as port 0 (which the decoder reads it as), and
+/// `reconcile` refuses the file with exit 2.
+#[test]
+fn a_null_or_missing_port_is_not_port_zero() {
+    let service = |port: &str| {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: web}}\nspec:\n  ports:\n  - {port}\n"
+        )
+    };
+    for (port, want) in [
+        ("port: null", "null, but a value is required"),
+        ("port: ~", "null, but a value is required"),
+        ("name: http", "missing, but a value is required"),
+        ("port: 0", "0 is not a valid port number (1-65535)"),
+    ] {
+        let (code, line) = reconcile("null-port.yaml", &service(port));
+        assert_eq!(
+            (code, line.as_str()),
+            (
+                Some(2),
+                format!(
+                    "error: FILE: document 1 (Service default/web): spec.ports[0].port: {want}"
+                )
+                .as_str()
+            ),
+            "{port}"
+        );
+    }
+    // In an EndpointSlice a port may be null: all ports.
+    let m = load(
+        "{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: s}, addressType: IPv4, ports: [{name: all, port: null}]}",
+    );
+    assert_eq!(m.objects.endpoint_slices[0].ports[0].port, None);
+}
+
+/// A bad time quotes the value given, not only the part of it that failed.
+#[test]
+fn a_bad_time_quotes_the_value() {
+    let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, creationTimestamp: yesterday}\n";
+    assert_eq!(
+        reconcile("time.yaml", text),
+        (
+            Some(2),
+            "error: FILE: document 1 (Pod default/p): metadata.creationTimestamp: \"yesterday\" is not an RFC 3339 time: failed to parse four digit integer as year: invalid digit, expected 0-9 but got y".to_owned()
+        )
+    );
+}
+
+/// The parser's other budgets are worded plainly too: aliases that repeat one anchor (a "billion
+/// laughs") are refused in words, not as "AliasAnchorRatio { aliases: 200, anchors: 1 }".
+#[test]
+fn budget_breaches_are_in_plain_words() {
+    let aliases = vec!["*x"; 200].join(", ");
+    let text = format!("a: &x 1\nb: [{aliases}]\n");
+    let (msg, err) = load_err("t", &text);
+    assert_eq!(
+        msg,
+        "t: document 1: invalid YAML: too many aliases (`*name`): 200 of 1 anchor (`&name`), more than 10 per anchor at line 3, column 1"
+    );
+    assert!(
+        matches!(err, LoadError::Syntax { format: "YAML", .. }),
+        "{err:?}"
+    );
+    let (code, line) = reconcile(
+        "deep.yaml",
+        &format!("a: {}{}\n", "[".repeat(100), "]".repeat(100)),
+    );
+    assert_eq!(
+        (code, line.as_str()),
+        (
+            Some(2),
+            "error: FILE: document 1: invalid YAML: nested deeper than 64 levels at line 1, column 67"
+        )
+    );
+}
+
+/// A JSON document followed by `---` and more documents is a YAML stream (JSON is YAML), as
+/// kubectl reads it: it reads JSON, and on failure after at most one object reads on as YAML.
+/// After two JSON documents without separators, a `---` is refused, as kubectl does, in words.
+#[test]
+fn json_then_yaml_documents() {
+    let node = |name: &str| {
+        format!(
+            "{{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {{\"name\": \"{name}\"}}}}"
+        )
+    };
+    let text = format!(
+        "{}\n---\n[{}]\n---\napiVersion: v1\nkind: Node\nmetadata: {{name: c}}\n",
+        node("a"),
+        node("b")
+    );
+    let m = load(&text);
+    let names: Vec<String> = m.objects.nodes.iter().map(|n| n.name.to_string()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert_eq!(reconcile("mixed.json", &text).0, Some(0));
+
+    // Errors name the document as a YAML stream counts it.
+    let (msg, _) = load_err(
+        "x.json",
+        &format!(
+            "{}\n# the pods\n---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nstatus: {{podIP: nope}}\n",
+            node("a")
+        ),
+    );
+    assert_eq!(
+        msg,
+        "x.json: document 2 (Pod default/p): status.podIP: \"nope\" is not a valid IP address"
+    );
+    let (msg, err) = load_err("x.json", &format!("{}\n---\nfoo: [\n", node("a")));
+    assert_eq!(
+        msg,
+        "x.json: document 2: invalid YAML: unclosed bracket '[' at line 3, column 6"
+    );
+    assert!(
+        matches!(err, LoadError::Syntax { format: "YAML", .. }),
+        "{err:?}"
+    );
+    // The file issue 12 gives: read as YAML, its first document is an object without a kind.
+    let (msg, _) = load_err("x.json", &format!("{{}}\n---\n[{}]\n", node("b")));
+    assert_eq!(msg, "x.json: document 1: kind: required field is missing");
+
+    let two = format!("{}\n{}\n---\n{}\n", node("a"), node("b"), node("c"));
+    let want = "document 3: invalid JSON: a `---` separator at line 3, after 2 JSON documents without one: separate every document with `---` (YAML), or none (JSON)";
+    let (msg, err) = load_err("x.json", &two);
+    assert_eq!(msg, format!("x.json: {want}"));
+    assert!(
+        matches!(err, LoadError::Syntax { format: "JSON", .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        reconcile("two.json", &two),
+        (Some(2), format!("error: FILE: {want}"))
+    );
+    // Other text after a JSON document is still a JSON error.
+    let (msg, _) = load_err("x.json", &format!("{}\n--x\n", node("a")));
+    assert_eq!(
+        msg,
+        "x.json: document 2: invalid JSON: invalid number at line 2 column 2"
+    );
 }

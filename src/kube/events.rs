@@ -213,9 +213,8 @@ fn apply_change(file: &str, step: usize, object: Value) -> Result<Change, Refuse
             "missing: the object to create or update".into(),
         ));
     }
-    let given = object.clone();
-    let m = manifest::load_step_object(file, step, object)
-        .map_err(|e| Refused::Object(required_field(e, &given)))?;
+    // The loader words a null or missing field as such (`port: null` is not port 0).
+    let m = manifest::load_step_object(file, step, object).map_err(Refused::Object)?;
     let skipped = m.warnings.len();
     let mut changes = changes_of(m);
     match (changes.pop(), changes.len()) {
@@ -238,67 +237,6 @@ fn apply_change(file: &str, step: usize, object: Value) -> Result<Change, Refuse
             format!("expected one {KIND_NAMES}, found none"),
         )),
     }
-}
-
-/// A field the decoder read as its zero value because it was null or missing (`port: null` is
-/// not port 0): says so, instead of complaining about the zero.
-fn required_field(e: LoadError, given: &Value) -> LoadError {
-    let LoadError::Invalid(mut invalid) = e else {
-        return e;
-    };
-    // The decoder's zero values, as its complaints about them begin.
-    let about_zero = ["0 is not", "\"\" is not"]
-        .iter()
-        .any(|z| invalid.message.starts_with(z));
-    invalid.message = match (lookup(given, &invalid.path), about_zero) {
-        (Some(Found::Null), true) => "null, but a value is required".to_owned(),
-        (Some(Found::Null), false) => format!("null: {}", invalid.message),
-        (Some(Found::Missing), true) => "missing, but a value is required".to_owned(),
-        _ => return LoadError::Invalid(invalid),
-    };
-    LoadError::Invalid(invalid)
-}
-
-enum Found {
-    Null,
-    Missing,
-    Value,
-}
-
-/// Follows a path such as `spec.ports[0].port` into `value`; `None` when the path leaves it
-/// before its last field.
-fn lookup(value: &Value, path: &str) -> Option<Found> {
-    if path.is_empty() {
-        return None;
-    }
-    let mut at = value;
-    let mut segments = path.split('.').peekable();
-    while let Some(segment) = segments.next() {
-        let (key, indices) = match segment.find('[') {
-            Some(i) => segment.split_at(i),
-            None => (segment, ""),
-        };
-        let last = segments.peek().is_none() && indices.is_empty();
-        let next = if key.is_empty() {
-            Some(at)
-        } else {
-            at.get(key)
-        };
-        at = match next {
-            Some(v) => v,
-            None if last => return Some(Found::Missing),
-            None => return None,
-        };
-        for index in indices.split_terminator(']') {
-            let index: usize = index.strip_prefix('[')?.parse().ok()?;
-            at = at.get(index)?;
-        }
-    }
-    Some(if at.is_null() {
-        Found::Null
-    } else {
-        Found::Value
-    })
 }
 
 fn changes_of(m: Manifest) -> Vec<Change> {

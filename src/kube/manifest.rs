@@ -1,7 +1,7 @@
 //! Loading Kubernetes objects from YAML and JSON files.
 //!
-//! A file is a stream of YAML documents separated by `---`, or JSON (one object, several
-//! concatenated objects, or an array). Any object may be a `List` (or a typed list such as
+//! A file is a stream of YAML documents separated by `---` (the first may be JSON, as kubectl
+//! reads it), or JSON (one object, several concatenated objects, or an array). Any object may be a `List` (or a typed list such as
 //! `PodList`) whose items are loaded in turn. Documents are first read into JSON values, so that
 //! Lists can be unwrapped and kinds dispatched, then deserialised into k8s-openapi types with
 //! `serde_path_to_error`, then converted into the model. Every error names the file, the document,
@@ -248,24 +248,69 @@ fn looks_like_json(text: &str) -> bool {
     }
 }
 
+/// A stream of JSON objects, or a YAML stream whose first document is JSON. kubectl reads JSON
+/// until a document fails, then reads the rest as YAML if at most one object came before
+/// (apimachinery's YAMLOrJSONDecoder): `{}` then `---` is YAML, since JSON is YAML. After two or
+/// more, kubectl refuses a `---`, and so does this, in words.
 fn json_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
     let mut documents = Vec::new();
-    for (i, value) in serde_json::Deserializer::from_str(text)
-        .into_iter::<Value>()
-        .enumerate()
-    {
-        let value = value.map_err(|e| LoadError::Syntax {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    while let Some(value) = stream.next() {
+        let document = documents.len() + 1;
+        let e = match value {
+            Ok(value) => {
+                documents.push((document, value));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let marker = separator_line(text, stream.byte_offset());
+        let message = match marker {
+            // Read the whole as YAML, so that documents and lines count from the start.
+            Some(_) if documents.len() <= 1 => return yaml_documents(file, text),
+            Some(line) => format!(
+                "a `---` separator at line {line}, after {} JSON documents without one: \
+                 separate every document with `---` (YAML), or none (JSON)",
+                documents.len()
+            ),
+            None => e.to_string(),
+        };
+        return Err(LoadError::Syntax {
             file: file.to_owned(),
             at: Position {
-                document: i + 1,
+                document,
                 ..Position::default()
             },
             format: "JSON",
-            message: e.to_string(),
-        })?;
-        documents.push((i + 1, value));
+            message,
+        });
     }
     Ok(documents)
+}
+
+/// The line (1-based) of a YAML document separator (`---` at the start of a line) that follows a
+/// JSON value ending at byte `end`, after blank or comment lines; `None` when other text follows.
+fn separator_line(text: &str, end: usize) -> Option<usize> {
+    let (before, rest) = (text.get(..end)?, text.get(end..)?);
+    let mut line = before.matches('\n').count() + 1;
+    let mut lines = rest.split('\n');
+    // The rest of the value's own line, unless the parser went past it.
+    if !(before.is_empty() || before.ends_with('\n')) {
+        if !lines.next()?.trim().is_empty() {
+            return None;
+        }
+        line += 1;
+    }
+    for text in lines {
+        let trimmed = text.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            line += 1;
+            continue;
+        }
+        let after = text.strip_prefix("---")?;
+        return (after.is_empty() || after.starts_with([' ', '\t', '\r'])).then_some(line);
+    }
+    None
 }
 
 /// Parser options for `text`, shared by every YAML loader (manifests, traces, specs). The default
@@ -289,10 +334,9 @@ pub(crate) fn yaml_options(text: &str) -> serde_saphyr::Options {
 
 fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
     let starts = DocumentStarts::new(text);
-    match serde_saphyr::from_multiple_with_options::<serde_saphyr::Spanned<Value>>(
-        text,
-        yaml_options(text),
-    ) {
+    let options = yaml_options(text);
+    let budget = options.budget.clone().unwrap_or_default();
+    match serde_saphyr::from_multiple_with_options::<serde_saphyr::Spanned<Value>>(text, options) {
         Ok(documents) => Ok(documents
             .into_iter()
             .map(|d| (starts.document_at(d.referenced.line()), d.value))
@@ -304,12 +348,77 @@ fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadErr
                 ..Position::default()
             },
             format: "YAML",
-            // The parser's advice names its own options, which mean nothing to our users.
-            message: e
-                .without_snippet()
-                .to_string()
-                .replace(", set DuplicateKeyPolicy in Options if acceptable", ""),
+            message: yaml_message(&e, &budget),
         }),
+    }
+}
+
+/// The parser's message in plain words, with its line and column.
+pub(crate) fn yaml_message(e: &serde_saphyr::Error, budget: &serde_saphyr::Budget) -> String {
+    let e = e.without_snippet();
+    match e {
+        // The parser prints a breach in Debug form ("budget breached: Depth { depth: 65 }").
+        serde_saphyr::Error::Budget { breach, .. } => {
+            let message = breach_message(breach, budget);
+            match e.location() {
+                Some(at) => format!("{message} at line {}, column {}", at.line(), at.column()),
+                None => message,
+            }
+        }
+        // The parser's advice names its own options, which mean nothing to our users.
+        _ => e
+            .to_string()
+            .replace(", set DuplicateKeyPolicy in Options if acceptable", ""),
+    }
+}
+
+/// A budget breach in plain words, with the limit `budget` set.
+fn breach_message(
+    breach: &serde_saphyr::budget::BudgetBreach,
+    budget: &serde_saphyr::Budget,
+) -> String {
+    use serde_saphyr::budget::BudgetBreach as B;
+    match breach {
+        B::Depth { .. } => format!("nested deeper than {} levels", budget.max_depth),
+        B::Events { .. } => format!("too large: more than {} YAML events", budget.max_events),
+        B::Nodes { .. } => format!("too large: more than {} values", budget.max_nodes),
+        B::Documents { .. } => format!("too many documents: more than {}", budget.max_documents),
+        B::ScalarBytes { .. } => format!(
+            "too much text in values: more than {} bytes",
+            budget.max_total_scalar_bytes
+        ),
+        B::CommentBytes { .. } => format!(
+            "too much text in comments: more than {} bytes",
+            budget.max_total_comment_bytes
+        ),
+        B::InputBytes { input_bytes } => format!(
+            "too large: more than {} bytes",
+            budget.max_reader_input_bytes.unwrap_or(*input_bytes)
+        ),
+        B::Aliases { .. } => format!(
+            "too many aliases (`*name`): more than {}",
+            budget.max_aliases
+        ),
+        B::Anchors { .. } => format!(
+            "too many anchors (`&name`): more than {}",
+            budget.max_anchors
+        ),
+        B::AliasAnchorRatio { aliases, anchors } => format!(
+            "too many aliases (`*name`): {aliases} of {anchors} {} (`&name`), \
+             more than {} per anchor",
+            if *anchors == 1 { "anchor" } else { "anchors" },
+            budget.alias_anchor_ratio_multiplier
+        ),
+        B::RecordedAnchorEvents { .. } | B::RecordedAnchorBytes { .. } => {
+            "aliases (`*name`) repeat too much of the file".to_owned()
+        }
+        B::MergeKeys { .. } => format!(
+            "too many merge keys (`<<`): more than {}",
+            budget.max_merge_keys
+        ),
+        B::SequenceUnbalanced => "a list or mapping ends that never began".to_owned(),
+        // Includes and properties, which sliced does not enable.
+        _ => "too large or too complex to read".to_owned(),
     }
 }
 
@@ -474,44 +583,46 @@ impl Loader<'_> {
             typed.insert("kind".into(), Value::String(kind.clone()));
             Value::Object(typed)
         });
-        let value = Value::Object(map);
         let label = Some(label);
+        // Decoded by reference: errors are worded from the document as given (null is not 0).
+        let map = &map;
         match kind.as_str() {
             "Service" => {
-                let o = self.decode::<core::Service>(value, at, &label)?;
-                let o =
-                    convert::service_from_k8s(&o).map_err(|e| self.convert_error(at, label, e))?;
+                let o = self.decode::<core::Service>(map, at, &label)?;
+                let o = convert::service_from_k8s(&o)
+                    .map_err(|e| self.convert_error(at, label, e, map))?;
                 self.out.objects.services.push(o);
             }
             "Pod" => {
-                let o = self.decode::<core::Pod>(value, at, &label)?;
+                let o = self.decode::<core::Pod>(map, at, &label)?;
                 let mut o =
-                    convert::pod_from_k8s(&o).map_err(|e| self.convert_error(at, label, e))?;
+                    convert::pod_from_k8s(&o).map_err(|e| self.convert_error(at, label, e, map))?;
                 self.share_named_ports(&mut o);
                 self.out.objects.pods.push(o);
             }
             "Node" => {
-                let o = self.decode::<core::Node>(value, at, &label)?;
-                let o = convert::node_from_k8s(&o).map_err(|e| self.convert_error(at, label, e))?;
+                let o = self.decode::<core::Node>(map, at, &label)?;
+                let o = convert::node_from_k8s(&o)
+                    .map_err(|e| self.convert_error(at, label, e, map))?;
                 self.out.objects.nodes.push(o);
             }
             "Namespace" => {
-                let o = self.decode::<core::Namespace>(value, at, &label)?;
+                let o = self.decode::<core::Namespace>(map, at, &label)?;
                 let o = convert::namespace_from_k8s(&o)
-                    .map_err(|e| self.convert_error(at, label, e))?;
+                    .map_err(|e| self.convert_error(at, label, e, map))?;
                 self.out.objects.namespaces.push(o);
             }
             "Endpoints" => {
-                let o = self.decode::<core::Endpoints>(value, at, &label)?;
+                let o = self.decode::<core::Endpoints>(map, at, &label)?;
                 let o = convert::endpoints_from_k8s(&o)
-                    .map_err(|e| self.convert_error(at, label, e))?;
+                    .map_err(|e| self.convert_error(at, label, e, map))?;
                 self.keep_given(Kind::Endpoints, &o.meta, given);
                 self.out.objects.endpoints.push(o);
             }
             _ => {
-                let o = self.decode::<discovery::EndpointSlice>(value, at, &label)?;
+                let o = self.decode::<discovery::EndpointSlice>(map, at, &label)?;
                 let o = convert::endpoint_slice_from_k8s(&o)
-                    .map_err(|e| self.convert_error(at, label, e))?;
+                    .map_err(|e| self.convert_error(at, label, e, map))?;
                 self.keep_given(Kind::EndpointSlice, &o.meta, given);
                 self.out.objects.endpoint_slices.push(o);
             }
@@ -551,7 +662,7 @@ impl Loader<'_> {
             (Some(Value::String(s)), _) if !s.is_empty() => Ok(s.clone()),
             (None | Some(Value::Null), Some(i)) => Ok(i.to_owned()),
             (None | Some(Value::Null), None) => {
-                Err(self.invalid(at, None, field, "required field is missing".to_owned()))
+                Err(self.object_error(at, None, field, "required field is missing".to_owned(), map))
             }
             (Some(Value::String(_)), _) => {
                 Err(self.invalid(at, None, field, "must not be empty".to_owned()))
@@ -567,20 +678,39 @@ impl Loader<'_> {
 
     fn decode<T: DeserializeOwned>(
         &self,
-        value: Value,
+        object: &Map<String, Value>,
         at: &Position,
-        object: &Option<String>,
+        label: &Option<String>,
     ) -> Result<T, LoadError> {
-        serde_path_to_error::deserialize(value).map_err(|e| {
+        serde_path_to_error::deserialize(object).map_err(|e| {
             let path = e.path().to_string();
             // The root path prints as ".".
             let path = if path == "." { String::new() } else { path };
-            self.invalid(at, object.clone(), &path, e.into_inner().to_string())
+            let message = time_message(object, &path, e.into_inner().to_string());
+            self.object_error(at, label.clone(), &path, message, object)
         })
     }
 
-    fn convert_error(&self, at: &Position, object: Option<String>, e: ConvertError) -> LoadError {
-        self.invalid(at, object, &e.path, e.message)
+    fn convert_error(
+        &self,
+        at: &Position,
+        label: Option<String>,
+        e: ConvertError,
+        object: &Map<String, Value>,
+    ) -> LoadError {
+        self.object_error(at, label, &e.path, e.message, object)
+    }
+
+    /// An error at `path` of `object` (as the file gave it).
+    fn object_error(
+        &self,
+        at: &Position,
+        label: Option<String>,
+        path: &str,
+        message: String,
+        object: &Map<String, Value>,
+    ) -> LoadError {
+        self.invalid(at, label, path, required_field(object, path, message))
     }
 
     fn share_named_ports(&mut self, pod: &mut Pod) {
@@ -631,9 +761,140 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// A field the decoder read as its zero value because it was null or missing (`port: null` is
+/// not port 0): says so, instead of complaining about the zero. `object` is as the file gave it.
+fn required_field(object: &Map<String, Value>, path: &str, message: String) -> String {
+    // The decoder's zero values, as its complaints about them begin.
+    let about_zero = ["0 is not", "\"\" is not"]
+        .iter()
+        .any(|z| message.starts_with(z));
+    match (lookup(object, path), about_zero) {
+        (Some(Found::Null), true) => "null, but a value is required".to_owned(),
+        (Some(Found::Null), false) => format!("null: {message}"),
+        (Some(Found::Missing), true) => "missing, but a value is required".to_owned(),
+        _ => message,
+    }
+}
+
+enum Found<'a> {
+    Null,
+    Missing,
+    Value(&'a Value),
+}
+
+/// Follows a path such as `spec.ports[0].port` into `object`; `None` when the path leaves it
+/// before its last field.
+fn lookup<'a>(object: &'a Map<String, Value>, path: &str) -> Option<Found<'a>> {
+    // `None` stands for `object` itself, the root the path starts from.
+    let mut at: Option<&Value> = None;
+    let mut segments = path.split('.').peekable();
+    while let Some(segment) = segments.next() {
+        let (key, indices) = match segment.find('[') {
+            Some(i) => segment.split_at(i),
+            None => (segment, ""),
+        };
+        let last = segments.peek().is_none() && indices.is_empty();
+        let next = match (at, key) {
+            (Some(value), "") => Some(value),
+            (None, "") => return None,
+            (Some(value), key) => value.get(key),
+            (None, key) => object.get(key),
+        };
+        at = match next {
+            Some(v) => Some(v),
+            None if last => return Some(Found::Missing),
+            None => return None,
+        };
+        for index in indices.split_terminator(']') {
+            let index: usize = index.strip_prefix('[')?.parse().ok()?;
+            at = Some(at?.get(index)?);
+        }
+    }
+    Some(match at? {
+        Value::Null => Found::Null,
+        value => Found::Value(value),
+    })
+}
+
+/// A time that does not parse: the reason alone names the part that failed ("year"), so this
+/// quotes the value too. Any other message is returned as it is.
+fn time_message(object: &Map<String, Value>, path: &str, message: String) -> String {
+    let Some(Found::Value(Value::String(given))) = lookup(object, path) else {
+        return message;
+    };
+    // The decoder's reason is the time parser's, word for word.
+    match given.parse::<jiff::Timestamp>() {
+        Err(e) if e.to_string() == message => {
+            format!("{given:?} is not an RFC 3339 time: {message}")
+        }
+        _ => message,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every budget the parser enforces is worded plainly, with the limit set.
+    #[test]
+    fn budget_breaches_in_plain_words() {
+        use serde_saphyr::budget::BudgetBreach as B;
+        let budget = serde_saphyr::Budget::default();
+        let cases = [
+            (B::Depth { depth: 65 }, "nested deeper than 64 levels"),
+            (
+                B::Events { events: 1 },
+                "too large: more than 1000000 YAML events",
+            ),
+            (B::Nodes { nodes: 1 }, "too large: more than 250000 values"),
+            (
+                B::Documents { documents: 1 },
+                "too many documents: more than 1024",
+            ),
+            (
+                B::Aliases { aliases: 1 },
+                "too many aliases (`*name`): more than 50000",
+            ),
+            (
+                B::Anchors { anchors: 1 },
+                "too many anchors (`&name`): more than 50000",
+            ),
+            (
+                B::AliasAnchorRatio {
+                    aliases: 300,
+                    anchors: 2,
+                },
+                "too many aliases (`*name`): 300 of 2 anchors (`&name`), more than 10 per anchor",
+            ),
+            (
+                B::MergeKeys { merge_keys: 1 },
+                "too many merge keys (`<<`): more than 10000",
+            ),
+            (
+                B::ScalarBytes {
+                    total_scalar_bytes: 1,
+                },
+                "too much text in values: more than 67108864 bytes",
+            ),
+            (
+                B::InputBytes { input_bytes: 1 },
+                "too large: more than 268435456 bytes",
+            ),
+            (
+                B::RecordedAnchorBytes {
+                    recorded_anchor_bytes: 1,
+                },
+                "aliases (`*name`) repeat too much of the file",
+            ),
+            (
+                B::SequenceUnbalanced,
+                "a list or mapping ends that never began",
+            ),
+        ];
+        for (breach, want) in cases {
+            assert_eq!(breach_message(&breach, &budget), want);
+        }
+    }
 
     #[test]
     fn document_numbers_follow_separators() {

@@ -138,8 +138,39 @@ const MALFORMED: &[(&str, &str, &str, &str)] = &[
         "{apiVersion: v1, kind: Pod, metadata: {name: p, creationTimestamp: yesterday}}",
         "document 2 (Pod default/p)",
         "metadata.creationTimestamp",
-        // jiff's reason (the version is pinned): it names the part that failed, not the value.
-        "failed to parse four digit integer as year: invalid digit, expected 0-9 but got y",
+        // The value, then jiff's reason (the version is pinned), which names the part that failed.
+        "\"yesterday\" is not an RFC 3339 time: failed to parse four digit integer as year: invalid digit, expected 0-9 but got y",
+    ),
+    (
+        "{apiVersion: v1, kind: Node, metadata: {name: node-1}, status: {conditions: [{type: Ready, status: \"True\", lastTransitionTime: \"2024-13-01T00:00:00Z\"}]}}",
+        "document 2 (Node node-1)",
+        "status.conditions[0].lastTransitionTime",
+        "\"2024-13-01T00:00:00Z\" is not an RFC 3339 time: failed to parse two digit integer as month: parameter 'month' is not in the required range of 1..=12",
+    ),
+    // A null or missing port is not port 0: the decoder reads both as 0.
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{port: 80}, {port: null}]}}",
+        "document 2 (Service default/web)",
+        "spec.ports[1].port",
+        "null, but a value is required",
+    ),
+    (
+        "{apiVersion: v1, kind: Service, metadata: {name: web}, spec: {ports: [{name: http}]}}",
+        "document 2 (Service default/web)",
+        "spec.ports[0].port",
+        "missing, but a value is required",
+    ),
+    (
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, ports: [{containerPort: ~}]}]}}",
+        "document 2 (Pod default/p)",
+        "spec.containers[0].ports[0].containerPort",
+        "null, but a value is required",
+    ),
+    (
+        "{apiVersion: v1, kind: Endpoints, metadata: {name: e}, subsets: [{ports: [{port: null}]}]}",
+        "document 2 (Endpoints default/e)",
+        "subsets[0].ports[0].port",
+        "null, but a value is required",
     ),
     (
         "{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: s}, addressType: IPv4, endpoints: [{addresses: [10.0.0.1]}, {addresses: [\"fd00::1\"]}]}",
