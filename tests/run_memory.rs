@@ -180,6 +180,13 @@ async fn memory_stays_flat_through_churn() {
             }
         }
         if phase == first || phase == last {
+            // On a loaded machine the Endpoints watch can lag sliced's own writes for seconds:
+            // each sync that finds the cache stale goes back with a longer backoff (upstream's
+            // rule), which may outlast `settle`'s 30 s. Let those retries run out first.
+            let deadline = Instant::now() + Duration::from_secs(180);
+            while !running.state.engine.is_idle() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
             settle(&fake, &running).await;
             fake.clear_requests();
             // Let the watches' buffers drain and the fake's history fill to its window.
