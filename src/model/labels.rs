@@ -62,8 +62,20 @@ fn shared(pairs: Vec<(Name, Name)>) -> Pairs {
     map
 }
 
-/// Of pairs sorted by key (stably), the last value given for each key.
-fn last_value_per_key(sorted: Vec<(Name, Name)>) -> Vec<(Name, Name)> {
+/// `pairs` sorted by key, keys interned and values made by `value`; of two with one key, the
+/// later value.
+fn sorted_pairs<I, K, V>(pairs: I, value: fn(&str) -> Name) -> Vec<(Name, Name)>
+where
+    I: IntoIterator<Item = (K, V)>,
+    K: AsRef<str>,
+    V: AsRef<str>,
+{
+    let mut sorted: Vec<(Name, Name)> = pairs
+        .into_iter()
+        .map(|(k, v)| (intern(k.as_ref()), value(v.as_ref())))
+        .collect();
+    // Stable: equal keys stay in the order given.
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
     let mut out: Vec<(Name, Name)> = Vec::with_capacity(sorted.len());
     for (k, val) in sorted {
         match out.last_mut() {
@@ -86,12 +98,7 @@ impl Labels {
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        let mut v: Vec<(Name, Name)> = pairs
-            .into_iter()
-            .map(|(k, v)| (intern(k.as_ref()), intern(v.as_ref())))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        Labels(shared(last_value_per_key(v)))
+        Labels(shared(sorted_pairs(pairs, intern)))
     }
 
     /// Builds annotations from pairs in any order; a later duplicate key wins. Keys are interned;
@@ -103,12 +110,7 @@ impl Labels {
         K: AsRef<str>,
         V: AsRef<str>,
     {
-        let mut v: Vec<(Name, Name)> = pairs
-            .into_iter()
-            .map(|(k, v)| (intern(k.as_ref()), Name::new(v.as_ref())))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        Labels(last_value_per_key(v).into())
+        Labels(sorted_pairs(pairs, Name::new).into())
     }
 
     pub fn get(&self, key: &str) -> Option<&Name> {
