@@ -10,18 +10,10 @@ use sliced::engine::EngineOptions;
 use sliced::kube::events::load_events;
 use sliced::replay::{ReplayOptions, replay};
 
-use super::{cluster, fxhash, pod_step};
+use super::{cluster, pod_step, trace_file};
 
 fn write(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "sliced-limits-{}-{:x}",
-        std::process::id(),
-        fxhash(text)
-    ));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let file = dir.join(name);
-    std::fs::write(&file, text).expect("write");
-    file
+    trace_file("limits", name, text)
 }
 
 /// 20,000 steps, about 2 MB: ten pods flapping ready and not ready, in block style as a tool

@@ -11,6 +11,20 @@ use std::process::Command;
 
 use serde_json::Value;
 
+/// Writes `text` to a file called `name` in a directory of its own (per process, test group and
+/// content), for the binary to read.
+fn trace_file(group: &str, name: &str, text: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "sliced-{group}-{}-{:x}",
+        std::process::id(),
+        fxhash(text)
+    ));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join(name);
+    std::fs::write(&file, text).expect("write");
+    file
+}
+
 /// Runs the trace through the EndpointSlice controller alone, unless `args` names controllers:
 /// most tests here are about its queue.
 fn simulate(events: &str, args: &[&str]) -> Value {

@@ -5,19 +5,12 @@
 
 use std::process::Command;
 
-use super::fxhash;
+use super::trace_file;
 
 /// Runs `simulate --events` on `text` from a file of that name; its exit code and the first line
 /// of its standard error, with the file's path written as `FILE`.
 fn refused(name: &str, text: &str) -> (Option<i32>, String) {
-    let dir = std::env::temp_dir().join(format!(
-        "sliced-messages-{}-{:x}",
-        std::process::id(),
-        fxhash(text)
-    ));
-    std::fs::create_dir_all(&dir).expect("dir");
-    let file = dir.join(name);
-    std::fs::write(&file, text).expect("write");
+    let file = trace_file("messages", name, text);
     let out = Command::new(env!("CARGO_BIN_EXE_sliced"))
         .args(["simulate", "-o", "json", "--events"])
         .arg(&file)
