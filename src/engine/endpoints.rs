@@ -32,10 +32,23 @@ impl EndpointsStore {
         self.0.get(key).map(|e| Arc::clone(&e))
     }
 
-    /// Stores `endpoints`; returns the version it replaces.
-    pub fn insert(&self, endpoints: Arc<Endpoints>) -> Option<Arc<Endpoints>> {
+    /// Stores `endpoints` unless `older` says it is older than the version held. Returns `None`
+    /// when not stored, else the version it replaces.
+    pub fn insert_unless(
+        &self,
+        endpoints: Arc<Endpoints>,
+        older: impl FnOnce(&Endpoints, &Endpoints) -> bool,
+    ) -> Option<Option<Arc<Endpoints>>> {
+        use dashmap::mapref::entry::Entry;
         let key = ServiceKey::new(&endpoints.meta.namespace, &endpoints.meta.name);
-        self.0.insert(key, endpoints)
+        match self.0.entry(key) {
+            Entry::Occupied(held) if older(&endpoints, held.get()) => None,
+            Entry::Occupied(mut held) => Some(Some(held.insert(endpoints))),
+            Entry::Vacant(slot) => {
+                slot.insert(endpoints);
+                Some(None)
+            }
+        }
     }
 
     pub fn remove(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {

@@ -19,7 +19,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::change::Change;
 use crate::controllers::Controllers;
 use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
-use crate::model::{EndpointSlice, Name, Node};
+use crate::model::{EndpointSlice, Meta, Name, Node, compare_resource_versions};
 use crate::queue::{Clock, QueueConfig, QueueMetrics, WorkQueue};
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Options};
@@ -138,6 +138,16 @@ enum Origin {
     Watch,
     /// The API server's answer to one of the engine's own writes.
     OwnWrite,
+}
+
+/// Whether `incoming` is an older version than `held`. The engine takes its own writes' answers at
+/// once, so the watch can then deliver a version it has already replaced (an informer, fed by
+/// the watch alone, never goes back). Taking it would put the cache back in time: the next sync
+/// would find it stale and retry with backoff, and a busy service would wait minutes for its
+/// write. Versions that do not order (not the API server's integers) are taken as they come.
+fn older_than(incoming: &Meta, held: &Meta) -> bool {
+    compare_resource_versions(&incoming.resource_version, &held.resource_version)
+        == Some(std::cmp::Ordering::Less)
 }
 
 /// A pod update that upstream's projection ignores but a full reconcile would still read
@@ -353,7 +363,14 @@ impl Engine {
                 self.slice_deleted(namespace, name, None, Origin::Watch);
             }
             Change::Endpoints(endpoints) => {
-                let old = self.endpoints_store.insert(Arc::clone(endpoints));
+                let Some(old) = self
+                    .endpoints_store
+                    .insert_unless(Arc::clone(endpoints), |new, held| {
+                        older_than(&new.meta, &held.meta)
+                    })
+                else {
+                    return;
+                };
                 if let Some(controller) = &self.mirroring {
                     controller.endpoints_changed(old.as_deref(), Some(endpoints));
                 }
@@ -532,6 +549,10 @@ impl Engine {
     /// A slice stored by the API server: as its watch delivers it, or as one of the engine's own
     /// writes returned it.
     fn slice_stored(&self, slice: Arc<EndpointSlice>, origin: Origin) {
+        let held = self.stored_slice(&slice.meta.namespace, &slice.meta.name);
+        if held.is_some_and(|held| older_than(&slice.meta, &held.meta)) {
+            return;
+        }
         if let Some(controller) = &self.mirroring {
             controller.slice_stored(&slice);
         }

@@ -148,8 +148,17 @@ fn format_uuid<'a>(b: &[u8; 16], out: &'a mut [u8; 36]) -> &'a str {
     std::str::from_utf8(out).unwrap_or_default()
 }
 
-/// A resourceVersion. Only equality is ever asked of it, so a decimal number in canonical form (no
-/// sign, no leading zero) is kept as a `u64`; any other text as it is.
+/// The order of two resourceVersions of one resource, as apimachinery's `resourceversion` package
+/// defines it (Kubernetes 1.35, KEP-5504): both must be decimal integers without sign or leading
+/// zero, of any length. `None` when either is not, and then only equality means anything.
+pub fn compare_resource_versions(a: &str, b: &str) -> Option<std::cmp::Ordering> {
+    let well_formed =
+        |s: &str| !s.is_empty() && !s.starts_with('0') && s.bytes().all(|c| c.is_ascii_digit());
+    (well_formed(a) && well_formed(b)).then(|| a.len().cmp(&b.len()).then_with(|| a.cmp(b)))
+}
+
+/// A resourceVersion. Kept for equality, so a decimal number in canonical form (no sign, no
+/// leading zero) is kept as a `u64`; any other text as it is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ResourceVersion {
     Number(u64),
@@ -299,6 +308,36 @@ impl FromIterator<IpAddr> for PodIps {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn resource_versions_order_as_apimachinery_orders_them() {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        let table = [
+            ("9", "10", Some(Less)),
+            ("10", "9", Some(Greater)),
+            ("123", "123", Some(Equal)),
+            ("123", "124", Some(Less)),
+            // Longer than a u64, still ordered.
+            (
+                "99999999999999999999999",
+                "100000000000000000000000",
+                Some(Less),
+            ),
+            ("0", "1", None),
+            ("01", "1", None),
+            ("", "1", None),
+            ("1", "-1", None),
+            ("1a", "2", None),
+            ("12", " 12", None),
+        ];
+        for (a, b, want) in table {
+            assert_eq!(
+                super::compare_resource_versions(a, b),
+                want,
+                "{a:?} vs {b:?}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

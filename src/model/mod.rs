@@ -8,7 +8,7 @@ mod objects;
 mod slice;
 
 pub(crate) use compact::PackedTime;
-pub use compact::{PodIps, ResourceVersion, Uid};
+pub use compact::{PodIps, ResourceVersion, Uid, compare_resource_versions};
 pub use intern::{Name, intern, interned_count};
 pub use labels::Labels;
 pub use objects::*;

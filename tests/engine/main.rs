@@ -4,6 +4,7 @@
 mod faults;
 mod incremental;
 mod invalidation;
+mod late_events;
 #[path = "../support/model.rs"]
 mod model;
 mod restart;
