@@ -76,16 +76,16 @@ pub fn load_events(file: &str, text: &str) -> Result<Vec<Step>, EventsError> {
     let value: Value = match json.then(|| serde_json::from_str(text)) {
         Some(Ok(value)) => value,
         // Flow-style YAML starts as JSON does.
-        _ => serde_saphyr::from_str_with_options(text, manifest::yaml_options(text)).map_err(
-            |e| {
+        _ => {
+            let options = manifest::yaml_options(text);
+            let budget = options.budget.clone().unwrap_or_default();
+            serde_saphyr::from_str_with_options(text, options).map_err(|e| {
                 file_error(format!(
                     "invalid YAML: {}",
-                    e.without_snippet()
-                        .to_string()
-                        .replace(", set DuplicateKeyPolicy in Options if acceptable", "")
+                    manifest::yaml_message(&e, &budget)
                 ))
-            },
-        )?,
+            })?
+        }
     };
     let steps = match value {
         Value::Array(steps) => steps,

@@ -356,7 +356,12 @@ fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadErr
 /// The parser's message in plain words, with its line and column.
 pub(crate) fn yaml_message(e: &serde_saphyr::Error, budget: &serde_saphyr::Budget) -> String {
     let e = e.without_snippet();
-    match e {
+    // A breach met while expanding an alias comes wrapped with the alias's places.
+    let mut root = e;
+    while let serde_saphyr::Error::AliasError { error, .. } = root {
+        root = error;
+    }
+    match root {
         // The parser prints a breach in Debug form ("budget breached: Depth { depth: 65 }").
         serde_saphyr::Error::Budget { breach, .. } => {
             let message = breach_message(breach, budget);

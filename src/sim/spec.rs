@@ -99,8 +99,10 @@ impl ClusterSpec {
         let spec = if only_comments {
             ClusterSpec::default()
         } else {
-            serde_saphyr::from_str_with_options(text, crate::kube::manifest::yaml_options(text))
-                .map_err(|e| SpecError::Parse(e.without_snippet().to_string()))?
+            let options = crate::kube::manifest::yaml_options(text);
+            let budget = options.budget.clone().unwrap_or_default();
+            serde_saphyr::from_str_with_options(text, options)
+                .map_err(|e| SpecError::Parse(crate::kube::manifest::yaml_message(&e, &budget)))?
         };
         spec.validate()?;
         Ok(spec)
