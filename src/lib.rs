@@ -1,7 +1,9 @@
-//! sliced: a fast reconcile engine for Kubernetes EndpointSlices, Endpoints and LoadBalancer Services.
+//! sliced: a fast reconcile engine for Kubernetes EndpointSlices and Endpoints, and the mirroring of
+//! custom Endpoints into EndpointSlices.
 //!
-//! The core (`model`, `reconcile`, `sink`) is pure: no I/O, no kube, no tokio. `kube` is the thin
-//! adapter, the only module that knows Kubernetes API types.
+//! Everything but `kube` is the core: no kube, no k8s-openapi, no tokio (a test, `boundary`, holds
+//! the wall). `kube` is the thin adapter, the only module that knows Kubernetes API types and the
+//! network; it also reads cluster dumps and traces from files.
 
 pub mod change;
 pub mod controllers;
@@ -17,3 +19,7 @@ pub mod sim;
 pub mod sink;
 pub mod snapshot;
 pub mod tracker;
+mod yaml;
+
+#[cfg(test)]
+mod boundary;

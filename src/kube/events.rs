@@ -76,16 +76,7 @@ pub fn load_events(file: &str, text: &str) -> Result<Vec<Step>, EventsError> {
     let value: Value = match json.then(|| serde_json::from_str(text)) {
         Some(Ok(value)) => value,
         // Flow-style YAML starts as JSON does.
-        _ => {
-            let options = manifest::yaml_options(text);
-            let budget = options.budget.clone().unwrap_or_default();
-            serde_saphyr::from_str_with_options(text, options).map_err(|e| {
-                file_error(format!(
-                    "invalid YAML: {}",
-                    manifest::yaml_message(&e, &budget)
-                ))
-            })?
-        }
+        _ => crate::yaml::from_str(text).map_err(|e| file_error(format!("invalid YAML: {e}")))?,
     };
     let steps = match value {
         Value::Array(steps) => steps,

@@ -99,10 +99,7 @@ impl ClusterSpec {
         let spec = if only_comments {
             ClusterSpec::default()
         } else {
-            let options = crate::kube::manifest::yaml_options(text);
-            let budget = options.budget.clone().unwrap_or_default();
-            serde_saphyr::from_str_with_options(text, options)
-                .map_err(|e| SpecError::Parse(crate::kube::manifest::yaml_message(&e, &budget)))?
+            crate::yaml::from_str(text).map_err(SpecError::Parse)?
         };
         spec.validate()?;
         Ok(spec)
