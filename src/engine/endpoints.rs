@@ -9,7 +9,7 @@ use ahash::RandomState;
 use dashmap::DashMap;
 
 use super::incremental::ChangeLog;
-use super::sync::{SyncOutcome, SyncRecord};
+use super::record::{SyncOutcome, SyncRecord};
 use crate::index::{Index, ServiceKey};
 use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};

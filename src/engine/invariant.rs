@@ -11,7 +11,7 @@
 use std::fmt;
 
 use super::endpoints::EndpointsController;
-use super::sync::{SyncOutcome, SyncRecord};
+use super::record::{SyncOutcome, SyncRecord};
 use super::{ENDPOINTS_CONTROLLER, ENDPOINTSLICE_CONTROLLER, Engine, MIRRORING_CONTROLLER};
 use crate::index::ServiceKey;
 use crate::model::{EndpointSlice, ServiceType};
@@ -165,7 +165,7 @@ impl Engine {
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
             return None;
         }
-        let slices = self.managed_slices(key);
+        let slices = super::slices::managed_slices(&self.index, key);
         let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
         let violation = |message: String| {
             Some(Violation {
@@ -182,7 +182,9 @@ impl Engine {
                 over.endpoints.len()
             ));
         }
-        let plan = self.full_plan(key, &service, &refs, |_| None);
+        let plan = self
+            .endpointslice
+            .full_plan(&self.cluster(), key, &service, &refs, |_| None);
         if plan.write_count() > 0 {
             let held: Vec<String> = refs
                 .iter()

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::endpoints::EndpointsStore;
+use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
-use super::sync::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use crate::index::{Index, ServiceKey, SliceStore};
 use crate::model::{EndpointSlice, Endpoints, Service, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};

@@ -5,13 +5,15 @@ mod endpoints;
 mod incremental;
 mod invariant;
 mod mirroring;
+mod record;
 mod relist;
 mod slice_metrics;
+mod slices;
 mod sync;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
@@ -20,19 +22,16 @@ use crate::change::Change;
 use crate::controllers::Controllers;
 use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
 use crate::model::{EndpointSlice, Meta, Name, Node, compare_resource_versions};
-use crate::queue::{Clock, QueueConfig, QueueMetrics, WorkQueue};
-use crate::reconcile::topology::TopologyCache;
+use crate::queue::{Clock, QueueMetrics, WorkQueue};
 use crate::reconcile::{Event, Options};
-use crate::tracker::{self, EndpointSliceTracker, TriggerTimeTracker};
+use crate::tracker;
 
 pub use endpoints::ENDPOINTS_CONTROLLER;
 pub use invariant::Violation;
 pub use mirroring::MIRRORING_CONTROLLER;
+pub use record::{SyncOutcome, SyncRecord};
 pub use slice_metrics::{CacheEntry, SliceSyncMetrics, TypeSyncMetrics};
-pub use sync::{SyncOutcome, SyncRecord};
-
-/// The controller name in sync records and events.
-pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice";
+pub use slices::ENDPOINTSLICE_CONTROLLER;
 
 /// Slice-triggered syncs wait at least this long, so that the controller's own writes settle.
 const SLICE_SYNC_MIN_DELAY: Duration = Duration::from_secs(1);
@@ -181,12 +180,19 @@ fn same_content(old: &EndpointSlice, new: &EndpointSlice) -> bool {
 /// Nodes by name, replaced whole when one changes in a way that matters.
 type NodeMap = HashMap<Name, Node, ahash::RandomState>;
 
+/// What every controller's sync reads of the cluster, beside its own state.
+struct Cluster<'a> {
+    index: &'a Index,
+    nodes: &'a RwLock<Arc<NodeMap>>,
+    options: &'a EngineOptions,
+    stats: &'a Mutex<EngineStats>,
+}
+
 pub struct Engine {
     options: EngineOptions,
-    changes: incremental::ChangeLog,
-    /// Nodes changed in a way that moves zone ratios since topology was last computed.
-    topology_dirty: AtomicBool,
-    locator: incremental::Locator,
+    /// The EndpointSlice controller. Its state is kept even when it does not run: the slice
+    /// index and locator serve the others.
+    endpointslice: slices::EndpointSliceController,
     /// The Endpoints controller, when it runs.
     endpoints: Option<endpoints::EndpointsController>,
     /// The mirroring controller, when it runs.
@@ -195,10 +201,6 @@ pub struct Engine {
     endpoints_store: endpoints::EndpointsStore,
     nodes: RwLock<Arc<NodeMap>>,
     index: Index,
-    queue: WorkQueue<ServiceKey>,
-    slices: EndpointSliceTracker,
-    triggers: Mutex<TriggerTimeTracker>,
-    topology: RwLock<TopologyCache>,
     clock: Arc<dyn Clock>,
     pool: Option<rayon::ThreadPool>,
     events: Mutex<Vec<(ServiceKey, Event)>>,
@@ -225,19 +227,13 @@ impl Engine {
             )
         });
         Engine {
-            queue: WorkQueue::new(QueueConfig::default(), Arc::clone(&clock)),
+            endpointslice: slices::EndpointSliceController::new(Arc::clone(&clock)),
             endpoints,
             mirroring,
             endpoints_store: endpoints::EndpointsStore::default(),
             options,
             index: Index::new(),
-            changes: incremental::ChangeLog::default(),
-            topology_dirty: AtomicBool::new(false),
-            locator: incremental::Locator::default(),
             nodes: RwLock::new(Arc::new(NodeMap::default())),
-            slices: EndpointSliceTracker::new(),
-            triggers: Mutex::new(TriggerTimeTracker::new()),
-            topology: RwLock::new(TopologyCache::new()),
             clock,
             pool,
             events: Mutex::new(Vec::new()),
@@ -246,12 +242,21 @@ impl Engine {
         }
     }
 
+    fn cluster(&self) -> Cluster<'_> {
+        Cluster {
+            index: &self.index,
+            nodes: &self.nodes,
+            options: &self.options,
+            stats: &self.stats,
+        }
+    }
+
     pub fn index(&self) -> &Index {
         &self.index
     }
 
     pub fn queue(&self) -> &WorkQueue<ServiceKey> {
-        &self.queue
+        &self.endpointslice.queue
     }
 
     pub fn stats(&self) -> EngineStats {
@@ -262,7 +267,7 @@ impl Engine {
     pub fn queue_metrics(&self) -> Vec<(&'static str, QueueMetrics)> {
         let mut out = Vec::with_capacity(3);
         if self.options.controllers.endpointslice {
-            out.push((QUEUE_ENDPOINTSLICE, self.queue.metrics()));
+            out.push((QUEUE_ENDPOINTSLICE, self.endpointslice.queue.metrics()));
         }
         if let Some(c) = &self.endpoints {
             out.push((QUEUE_ENDPOINTS, c.queue.metrics()));
@@ -342,10 +347,12 @@ impl Engine {
                     // An endpoint reads only a node's existence and zone; readiness and CPU
                     // matter to hints, whose services always sync in full.
                     if old.as_ref().is_none_or(|old| old.zone() != node.zone()) {
-                        self.changes.node_changed(&node.name);
+                        self.endpointslice.changes.node_changed(&node.name);
                     }
                     if old.is_none_or(|old| old.ready != node.ready || old.zone() != node.zone()) {
-                        self.topology_dirty.store(true, Ordering::Release);
+                        self.endpointslice
+                            .topology_dirty
+                            .store(true, Ordering::Release);
                     }
                 }
             }
@@ -354,8 +361,10 @@ impl Engine {
                     .remove(name)
                     .is_some()
                 {
-                    self.changes.node_changed(name);
-                    self.topology_dirty.store(true, Ordering::Release);
+                    self.endpointslice.changes.node_changed(name);
+                    self.endpointslice
+                        .topology_dirty
+                        .store(true, Ordering::Release);
                 }
             }
             Change::EndpointSlice(slice) => self.slice_stored(Arc::clone(slice), Origin::Watch),
@@ -417,8 +426,8 @@ impl Engine {
             controller.service_changed(key.clone());
         }
         if self.options.controllers.endpointslice {
-            self.changes.force_full(&key);
-            self.queue.add(key);
+            self.endpointslice.changes.force_full(&key);
+            self.endpointslice.queue.add(key);
         }
     }
 
@@ -429,8 +438,10 @@ impl Engine {
                 controller.pod_changed(key.clone(), pod);
             }
             if self.options.controllers.endpointslice {
-                self.changes.pod_changed(&key, pod);
-                self.queue.add_after(key, self.options.batch_period);
+                self.endpointslice.changes.pod_changed(&key, pod);
+                self.endpointslice
+                    .queue
+                    .add_after(key, self.options.batch_period);
             }
         }
     }
@@ -447,7 +458,7 @@ impl Engine {
                 controller.pod_changed_unqueued(&key, &pod.meta.name);
             }
             if self.options.controllers.endpointslice {
-                self.changes.pod_changed(&key, &pod.meta.name);
+                self.endpointslice.changes.pod_changed(&key, &pod.meta.name);
             }
         }
     }
@@ -470,7 +481,7 @@ impl Engine {
                 controller.queue.add(key.clone());
             }
             if self.options.controllers.endpointslice {
-                self.queue.add(key);
+                self.endpointslice.queue.add(key);
             }
         }
         if let Some(controller) = &self.mirroring {
@@ -486,12 +497,12 @@ impl Engine {
     /// selecting them, so that their next sync rebuilds those endpoints (and only those). Nothing is
     /// queued, as upstream queues nothing for a node.
     fn mark_pods_on_changed_nodes(&self) {
-        let nodes = self.changes.take_changed_nodes();
+        let nodes = self.endpointslice.changes.take_changed_nodes();
         if nodes.is_empty() {
             return;
         }
         for (key, pod) in self.index.members_on_nodes(&nodes) {
-            self.changes.pod_changed(&key, &pod);
+            self.endpointslice.changes.pod_changed(&key, &pod);
         }
     }
 
@@ -499,19 +510,23 @@ impl Engine {
     /// longer fit. Done once before a batch, however many node events came (upstream's topology
     /// queue has one constant key for the same reason).
     fn recompute_topology_if_needed(&self) {
-        if !self.topology_dirty.swap(false, Ordering::AcqRel) {
+        if !self
+            .endpointslice
+            .topology_dirty
+            .swap(false, Ordering::AcqRel)
+        {
             return;
         }
         let nodes = Arc::clone(&self.nodes.read());
         let overloaded = {
-            let mut topology = self.topology.write();
+            let mut topology = self.endpointslice.topology.write();
             topology.set_nodes(nodes.values());
             topology.overloaded_services()
         };
         for key in overloaded {
             if let Some(key) = ServiceKey::parse(&key) {
-                self.changes.force_full(&key);
-                self.queue.add(key);
+                self.endpointslice.changes.force_full(&key);
+                self.endpointslice.queue.add(key);
             }
         }
     }
@@ -521,7 +536,7 @@ impl Engine {
         self.mark_pods_on_changed_nodes();
         self.recompute_topology_if_needed();
         [
-            self.queue.next_ready_at(),
+            self.endpointslice.queue.next_ready_at(),
             self.endpoints
                 .as_ref()
                 .and_then(|c| c.queue.next_ready_at()),
@@ -536,7 +551,7 @@ impl Engine {
 
     /// Nothing ready, delayed or in progress.
     pub fn is_idle(&self) -> bool {
-        self.queue.is_idle()
+        self.endpointslice.queue.is_idle()
             && self.endpoints.as_ref().is_none_or(|c| c.queue.is_idle())
             && self.mirroring.as_ref().is_none_or(|c| c.queue.is_idle())
     }
@@ -558,18 +573,19 @@ impl Engine {
         }
         let old = self.index.slices().apply(Arc::clone(&slice));
         let managed = crate::index::is_managed(&slice);
-        self.locator
+        self.endpointslice
+            .locator
             .slice_changed(old.as_deref(), managed.then_some(&*slice));
         if origin == Origin::Watch && old.as_deref().is_none_or(|old| !same_content(old, &slice)) {
             self.slices_changed_by_others(old.as_deref());
             self.slices_changed_by_others(managed.then_some(&*slice));
         }
         let keys: tracker::Queued = match &old {
-            None => tracker::on_slice_add(&self.slices, &slice)
+            None => tracker::on_slice_add(&self.endpointslice.tracker, &slice)
                 .transpose()
                 .into_iter()
                 .collect(),
-            Some(old) => tracker::on_slice_update(&self.slices, old, &slice),
+            Some(old) => tracker::on_slice_update(&self.endpointslice.tracker, old, &slice),
         };
         // A slice without its service-name label names no service to sync.
         for key in keys.into_iter().flatten() {
@@ -593,11 +609,11 @@ impl Engine {
         let Some(old) = self.index.slices().delete(namespace, name) else {
             return;
         };
-        self.locator.slice_changed(Some(&old), None);
+        self.endpointslice.locator.slice_changed(Some(&old), None);
         if origin == Origin::Watch {
             self.slices_changed_by_others(Some(&old));
         }
-        if let Ok(Some(key)) = tracker::on_slice_delete(&self.slices, &old) {
+        if let Ok(Some(key)) = tracker::on_slice_delete(&self.endpointslice.tracker, &old) {
             self.queue_for_slice_event(key);
         }
     }
@@ -607,15 +623,15 @@ impl Engine {
     /// question, answered by the tracker.
     fn slices_changed_by_others(&self, slice: Option<&EndpointSlice>) {
         if let Some(key) = slice.and_then(|s| tracker::service_of_slice(s).ok()) {
-            self.changes.force_full(&key);
+            self.endpointslice.changes.force_full(&key);
         }
     }
 
     /// A slice event the tracker says needs a sync.
     fn queue_for_slice_event(&self, key: ServiceKey) {
         if self.options.controllers.endpointslice {
-            self.changes.force_full(&key);
-            self.queue.add_after(key, self.slice_delay());
+            self.endpointslice.changes.force_full(&key);
+            self.endpointslice.queue.add_after(key, self.slice_delay());
         }
     }
 

@@ -1,0 +1,304 @@
+//! The EndpointSlice controller inside the engine: its queue (client-go's default controller rate
+//! limiter, as upstream's `endpoint_slice` queue), generation and trigger-time trackers, topology
+//! cache, and what it remembers between syncs so that the next one can be incremental.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::Cluster;
+use super::incremental::{ChangeLog, Changes, Located, Locator};
+use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord, track_own_writes};
+use super::slice_metrics::SliceSyncMetrics;
+use crate::index::{Index, ServiceKey};
+use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
+use crate::queue::{Clock, QueueConfig, WorkQueue};
+use crate::reconcile::slices::{
+    IncrementalInput, SyncInput, address_types, reconcile, reconcile_incremental,
+    set_plan_trigger_time,
+};
+use crate::reconcile::topology::TopologyCache;
+use crate::reconcile::{Event, Plan};
+use crate::sink::Sink;
+use crate::sink::apply::{TypeStatus, apply_plan};
+use crate::tracker::{EndpointSliceTracker, TriggerTimeTracker};
+
+/// The controller name in sync records and events.
+pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice";
+
+pub(super) struct EndpointSliceController {
+    pub queue: WorkQueue<ServiceKey>,
+    /// The generations of the slices this controller wrote (upstream's endpointSliceTracker).
+    pub tracker: EndpointSliceTracker,
+    triggers: Mutex<TriggerTimeTracker>,
+    /// What changed since each service's last sync.
+    pub changes: ChangeLog,
+    /// Which slices hold each pod's endpoints.
+    pub locator: Locator,
+    pub topology: RwLock<TopologyCache>,
+    /// Nodes changed in a way that moves zone ratios since topology was last computed.
+    pub topology_dirty: AtomicBool,
+}
+
+pub(super) enum Prepared {
+    /// Nothing to do: the service has no selector or is an ExternalName.
+    Nothing,
+    /// The service is gone.
+    Gone,
+    Stale,
+    /// The metrics are boxed to keep the enum small; they are moved to the record.
+    Plan(Plan, Box<SliceSyncMetrics>),
+}
+
+/// The slices of `key` that the EndpointSlice controller reconciles: managed, not being
+/// deleted.
+pub(super) fn managed_slices(index: &Index, key: &ServiceKey) -> Vec<Arc<EndpointSlice>> {
+    index
+        .slices()
+        .for_service(key)
+        .into_iter()
+        .filter(|s| {
+            s.meta.deletion_timestamp.is_none()
+                && s.managed_by().map(|m| m.as_str()) == Some(keys::ENDPOINTSLICE_CONTROLLER)
+        })
+        .collect()
+}
+
+impl EndpointSliceController {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        EndpointSliceController {
+            queue: WorkQueue::new(QueueConfig::default(), clock),
+            tracker: EndpointSliceTracker::new(),
+            triggers: Mutex::new(TriggerTimeTracker::new()),
+            changes: ChangeLog::default(),
+            locator: Locator::default(),
+            topology: RwLock::new(TopologyCache::new()),
+            topology_dirty: AtomicBool::new(false),
+        }
+    }
+
+    /// Everything of a sync that reads only: the plan.
+    pub fn prepare(&self, cx: &Cluster, key: &ServiceKey) -> Prepared {
+        let Some(service) = cx.index.services().get(&key.namespace, &key.name) else {
+            // Deleted: forget what the trackers knew; the garbage collector removes its slices.
+            self.tracker.delete_service(&key.namespace, &key.name);
+            self.triggers
+                .lock()
+                .delete_service(&key.namespace, &key.name);
+            self.topology.write().remove_service(&key.to_string());
+            // The locator keeps the slices until the garbage collector's deletions arrive.
+            return Prepared::Gone;
+        };
+        if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
+            return Prepared::Nothing;
+        }
+        let slices = managed_slices(cx.index, key);
+        let slice_refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
+        // Upstream's newer form: a Service recreated under the same name starts afresh.
+        if self.tracker.stale_slices_for_uid(
+            &key.namespace,
+            &key.name,
+            &service.meta.uid,
+            &slice_refs,
+        ) {
+            return Prepared::Stale;
+        }
+        let changes = self.changes.take(key);
+        let planned = |plan: Plan, incremental: bool| {
+            let metrics = SliceSyncMetrics::of_service(
+                &service,
+                &slice_refs,
+                &plan,
+                &cx.options.reconcile,
+                incremental,
+            );
+            Prepared::Plan(plan, Box::new(metrics))
+        };
+        if !changes.full
+            && cx.options.incremental
+            && let Some(plan) = self.prepare_incremental(cx, key, &service, &changes, &slice_refs)
+        {
+            return planned(plan, true);
+        }
+        let plan = self.full_plan(cx, key, &service, &slice_refs, |pods| {
+            self.triggers
+                .lock()
+                .compute(&key.namespace, &key.name, &service, pods)
+        });
+        planned(plan, false)
+    }
+
+    /// The full reconcile of a service over the index, with the trigger time `trigger_time` gives
+    /// for its pods.
+    pub fn full_plan(
+        &self,
+        cx: &Cluster,
+        key: &ServiceKey,
+        service: &Service,
+        slices: &[&EndpointSlice],
+        trigger_time: impl FnOnce(&[&Pod]) -> Option<crate::model::Timestamp>,
+    ) -> Plan {
+        let nodes = cx.nodes.read().clone();
+        let topology = self.topology.read();
+        // The members are borrowed under the namespace's read lock, not cloned.
+        cx.index.with_members(key, |pods| {
+            reconcile(&SyncInput {
+                service,
+                pods,
+                nodes: nodes.as_ref(),
+                slices,
+                trigger_time: trigger_time(pods),
+                topology: &topology,
+                options: &cx.options.reconcile,
+            })
+        })
+    }
+
+    /// The plan of a sync where only some pods changed since the last successful one, computed
+    /// from those pods and the slices holding them. `None` when the incremental reconciler's
+    /// preconditions do not hold: the caller reconciles in full.
+    fn prepare_incremental(
+        &self,
+        cx: &Cluster,
+        key: &ServiceKey,
+        service: &Service,
+        changes: &Changes,
+        slices: &[&EndpointSlice],
+    ) -> Option<Plan> {
+        let selector = service.selector.as_ref()?;
+        // The changed pods as they are now: None when gone or no longer selected.
+        let current: Vec<(Name, Option<Arc<Pod>>)> = changes
+            .pods
+            .iter()
+            .map(|name| {
+                let pod = cx
+                    .index
+                    .pods()
+                    .get(&key.namespace, name)
+                    .filter(|p| p.meta.labels.matches(selector));
+                (name.clone(), pod)
+            })
+            .collect();
+        let changed: Vec<(Name, Option<&Pod>)> = current
+            .iter()
+            .map(|(n, p)| (n.clone(), p.as_deref()))
+            .collect();
+        let position: HashMap<&str, usize, ahash::RandomState> = slices
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.meta.name.as_str(), i))
+            .collect();
+        // Where each changed pod's endpoints are, looked up once: `located[c * types + t]`. A pod
+        // held by several slices (duplicates someone left) cannot be placed incrementally.
+        let types = address_types(service);
+        let mut located: Vec<Option<usize>> = Vec::with_capacity(changed.len() * types.len());
+        for (name, _) in &changed {
+            for at in &types {
+                located.push(match self.locator.locate(key, name, at) {
+                    Located::Nowhere => None,
+                    Located::In(slice) => Some(*position.get(slice.as_str())?),
+                    Located::Ambiguous => return None,
+                });
+            }
+        }
+        let locate = |name: &str, at: &AddressType| {
+            let c = changed
+                .binary_search_by(|(n, _)| n.as_str().cmp(name))
+                .ok()?;
+            let t = types.iter().position(|t| t == at)?;
+            located[c * types.len() + t]
+        };
+        let nodes = cx.nodes.read().clone();
+        let topology = self.topology.read();
+        let mut plan = reconcile_incremental(&IncrementalInput {
+            service,
+            changed: &changed,
+            nodes: nodes.as_ref(),
+            slices,
+            locate: &locate,
+            // Set below, once the plan is known to be incremental: computing it moves the
+            // tracker's state, which the full path would then miss.
+            trigger_time: None,
+            topology: &topology,
+            options: &cx.options.reconcile,
+        })?;
+        let trigger_time =
+            self.triggers
+                .lock()
+                .compute_changed(&key.namespace, &key.name, service, &changed)?;
+        set_plan_trigger_time(&mut plan, trigger_time);
+        cx.stats.lock().incremental_syncs += 1;
+        Some(plan)
+    }
+
+    /// Applies a prepared sync and feeds its results back: to the trackers, the index (as the
+    /// watch would), and the queue.
+    pub fn finish(
+        &self,
+        cx: &Cluster,
+        key: &ServiceKey,
+        prepared: Prepared,
+        sink: &dyn Sink,
+        at: Duration,
+        events: &mut Vec<(ServiceKey, Event)>,
+    ) -> SyncRecord {
+        let mut record = SyncRecord::new(at, key.clone(), ENDPOINTSLICE_CONTROLLER);
+        // Whether the slices are now what a full sync would leave: the next sync may then be
+        // incremental.
+        let mut complete = false;
+        let error = match prepared {
+            Prepared::Nothing => None,
+            Prepared::Gone => {
+                record.slice_metrics = Some(SliceSyncMetrics::deleted());
+                None
+            }
+            Prepared::Stale => {
+                record.outcome = SyncOutcome::Stale;
+                Some(STALE_MESSAGE.to_string())
+            }
+            Prepared::Plan(mut plan, mut metrics) => {
+                let outcome = apply_plan(sink, &mut plan);
+                metrics.applied(&outcome);
+                record.slice_metrics = Some(*metrics);
+                let error = outcome.error_message();
+                record.abandoned = outcome
+                    .per_type
+                    .iter()
+                    .any(|t| t.status == TypeStatus::NamespaceTerminating);
+                complete = error.is_none() && !record.abandoned;
+                record.writes = outcome.records;
+                record.gone = outcome.gone;
+                if cx.options.observe_writes {
+                    track_own_writes(&self.tracker, &record);
+                }
+                self.topology
+                    .write()
+                    .apply(&key.to_string(), &plan.topology_changes);
+                let mut raised = plan.events;
+                if let Some(message) = &error {
+                    record.outcome = SyncOutcome::Error;
+                    raised.push(Event::warning(
+                        "FailedToUpdateEndpointSlices",
+                        format!("Error updating Endpoint Slices for Service {key}: {message}"),
+                    ));
+                }
+                events.extend(raised.into_iter().map(|e| (key.clone(), e)));
+                error
+            }
+        };
+        if complete {
+            self.changes.synced(key);
+        } else if error.is_some() || record.abandoned {
+            self.changes.failed(key);
+        } else {
+            // Gone, or nothing to keep for it: nothing to remember either.
+            self.changes.forget(key);
+        }
+        record.settle(&self.queue, error);
+        self.queue.done(key);
+        record
+    }
+}
