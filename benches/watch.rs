@@ -9,16 +9,16 @@
 //! for noisy machines; the figures quoted in perf/README.md come from here, `perf/bench-watch.txt`):
 //!
 //! - `memory/index_100k_synthetic`: the index's bytes per pod, 100,000 pods in 1,000 services (the
-//!   setup of `tests/index_memory.rs`); the time is building that index.
+//!   setup of `tests/memory/index.rs`); the time is building that index.
 //! - `memory/index_20k_real_shaped`: the index's bytes per real-shaped pod fed through the watch
-//!   path, against a reflector store's (the setup of `tests/watch_memory.rs`); the time is feeding
+//!   path, against a reflector store's (the setup of `tests/memory/watch.rs`); the time is feeding
 //!   20,000 pod events.
 //! - `memory/run_watch_caches_100k`: `sliced run` against the fake API server, 100,000 pods, 1,000
 //!   services, 500 nodes, a standby replica: heap held per pod once every watch has listed (the setup
-//!   of `tests/run_memory.rs`); the time is from start to caches synced.
+//!   of `tests/memory/run.rs`); the time is from start to caches synced.
 //! - `run/pod_ready_to_slice_written`: `sliced run` against the fake API server, batch period 0: a
 //!   pod's readiness flipped until its slice shows it, polled every 200 µs (the setup of
-//!   `tests/run_e2e`'s `pod_ready_to_slice_written_at_batch_period_zero`).
+//!   `tests/adapter/run_e2e`'s `pod_ready_to_slice_written_at_batch_period_zero`).
 //!
 //! Bytes are live heap bytes as requested from the allocator (mimalloc here, the system's in the
 //! tests), without the allocator's own overhead, counted only while a figure is being taken.
@@ -194,7 +194,7 @@ fn print_once(done: &mut bool, line: impl FnOnce() -> String) {
     }
 }
 
-// --- memory/index_100k_synthetic: the pods of tests/index_memory.rs.
+// --- memory/index_100k_synthetic: the pods of tests/memory/index.rs.
 
 const SYN_NAMESPACES: usize = 10;
 const SYN_SERVICES_PER_NS: usize = 100;
@@ -296,7 +296,7 @@ fn memory_index_synthetic(c: &mut Criterion) {
     group.finish();
 }
 
-// --- memory/index_20k_real_shaped: the pods of tests/watch_memory.rs.
+// --- memory/index_20k_real_shaped: the pods of tests/memory/watch.rs.
 
 const REAL_PODS: usize = 20_000;
 const REAL_SERVICES: usize = 200;
@@ -376,7 +376,7 @@ fn memory_index_real_shaped(c: &mut Criterion) {
     group.finish();
 }
 
-// --- memory/run_watch_caches_100k: the cluster of tests/run_memory.rs.
+// --- memory/run_watch_caches_100k: the cluster of tests/memory/run.rs.
 
 const RUN_PODS: usize = 100_000;
 const RUN_SERVICES: usize = 1_000;
@@ -490,7 +490,7 @@ fn memory_run_watch_caches(c: &mut Criterion) {
     }
 }
 
-// --- run/pod_ready_to_slice_written: the cluster of tests/run_e2e's small_cluster.
+// --- run/pod_ready_to_slice_written: the cluster of tests/adapter/run_e2e's small_cluster.
 
 fn ready_in_slices(fake: &fake_api::FakeApiServer) -> usize {
     fake.list("endpointslices", "")

@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 phases=${PHASES:-1200}
-SLICED_SOAK_PHASES=$phases cargo test --release --locked --test run_memory memory_stays_flat \
+SLICED_SOAK_PHASES=$phases cargo test --release --locked --test memory run::memory_stays_flat \
   -- --nocapture 2>&1 | grep -E "after phase|soak:|test result|panicked"

@@ -25,9 +25,17 @@
 //! (`endpointslicemirroring-controller.k8s.io`), whose address types come from the Endpoints and
 //! not the Service: per Endpoints key creates of every address type, then updates, then deletes;
 //! and every slice it creates or updates is labelled with, and owned by, the Endpoints of its key.
+//!
+//! The other tests of whole manifests in and out live beside the scenarios, in this binary:
+//! `manifest` (loading manifests: formats, Lists, errors), `upstream_objects` (taking over from
+//! kube-controller-manager and handing back with zero writes) and `deploy_manifests` (the
+//! manifests in `deploy/`).
 
+mod deploy_manifests;
 mod generate;
+mod manifest;
 mod matcher;
+mod upstream_objects;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

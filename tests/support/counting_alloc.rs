@@ -1,5 +1,7 @@
-//! A global allocator that counts live heap bytes, for the memory tests. Include it with
-//! `#[path = "support/counting_alloc.rs"] mod counting_alloc;` and read `counting_alloc::live()`.
+//! A global allocator that counts live heap bytes, for the memory tests. `tests/memory/main.rs`,
+//! the one binary that includes it, does so with
+//! `#[path = "../support/counting_alloc.rs"] mod counting_alloc;`; read `counting_alloc::live()`.
+//! It counts the bytes of every thread of the process, so those tests run one at a time.
 //! Bytes are as requested from the allocator, without its own overhead.
 
 use std::alloc::{GlobalAlloc, Layout, System};

@@ -1,12 +1,13 @@
 //! An in-process fake Kubernetes API server for end-to-end tests: a tower
 //! service that `kube::Client` talks to as it would to a real apiserver.
 //!
-//! Include it from a test crate (path relative to `tests/`):
+//! Include it at the root of a test binary (`tests/<binary>/main.rs`; `run_harness.rs` finds it
+//! at `crate::fake_api`):
 //!
 //! ```ignore
-//! #[path = "support/fake_api/mod.rs"]
+//! #[path = "../support/fake_api/mod.rs"]
 //! mod fake_api;
-//! use fake_api::FakeApiServer;
+//! use crate::fake_api::FakeApiServer;
 //!
 //! let server = FakeApiServer::new(); // inside a tokio runtime
 //! server.create(&my_service)?;       // direct store write, emits watch events

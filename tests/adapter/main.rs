@@ -1,0 +1,16 @@
+//! The kube adapter (`src/kube/`): `sliced run` end to end against an in-process fake API server
+//! (`run_e2e`), the fake API server itself (`fake_api_server`), the metrics of a real engine
+//! (`metrics`), and the pod watch's `WatchedPod` against the full k8s-openapi `Pod`
+//! (`watched_pod`).
+
+#[path = "../support/fake_api/mod.rs"]
+mod fake_api;
+#[path = "../support/real_pods.rs"]
+mod real_pods;
+#[path = "../support/run_harness.rs"]
+mod run_harness;
+
+mod fake_api_server;
+mod metrics;
+mod run_e2e;
+mod watched_pod;
