@@ -1,8 +1,12 @@
-//! A change to the cluster as a watch delivers it: the input of the engine.
+//! What happens to a cluster: a change to one object as a watch delivers it (the input of the
+//! engine), and the step of a trace, which is a change or a fault injected into the API server at a
+//! time. One vocabulary for the generator, trace files, the replay, the live watch and the tests.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service};
+use crate::sink::{Kind, Verb, WriteError};
 
 /// One object created, updated or deleted. Applying an object that exists replaces it.
 #[derive(Clone, Debug)]
@@ -106,6 +110,67 @@ impl Change {
                 ChangeKind::EndpointSlice
             }
             Change::Endpoints(_) | Change::EndpointsDeleted { .. } => ChangeKind::Endpoints,
+        }
+    }
+
+    /// Whether this change deletes its object.
+    pub fn is_deletion(&self) -> bool {
+        !matches!(
+            self,
+            Change::Service(_)
+                | Change::Pod(_)
+                | Change::Node(_)
+                | Change::Namespace(_)
+                | Change::EndpointSlice(_)
+                | Change::Endpoints(_)
+        )
+    }
+}
+
+/// Injected into the API server: the next `times` writes of `verb` on `kind` fail with `error`.
+#[derive(Clone, Debug)]
+pub struct Fault {
+    pub verb: Verb,
+    pub kind: Kind,
+    pub error: WriteError,
+    pub times: usize,
+}
+
+/// What happens at one step of a trace.
+#[derive(Clone, Debug)]
+pub enum Happening {
+    /// An object created, updated or deleted (a `*Deleted` change).
+    Change(Change),
+    Fault(Fault),
+}
+
+/// One step of a trace: at a virtual time since the trace began, what happens.
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub at: Duration,
+    pub happening: Happening,
+}
+
+impl Step {
+    pub fn change(at: Duration, change: Change) -> Step {
+        Step {
+            at,
+            happening: Happening::Change(change),
+        }
+    }
+
+    pub fn fault(at: Duration, fault: Fault) -> Step {
+        Step {
+            at,
+            happening: Happening::Fault(fault),
+        }
+    }
+
+    /// The change this step makes, unless it is a fault.
+    pub fn as_change(&self) -> Option<&Change> {
+        match &self.happening {
+            Happening::Change(change) => Some(change),
+            Happening::Fault(_) => None,
         }
     }
 }

@@ -3,9 +3,11 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ahash::RandomState;
 
+use crate::change::{Change, Step};
 pub use crate::controllers::Controllers;
 use crate::index::{Index, ServiceKey};
 use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service, keys};
@@ -52,6 +54,32 @@ impl Snapshot {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Every object of a snapshot, arriving at time zero: namespaces, nodes, services, pods, then
+    /// EndpointSlices and Endpoints.
+    pub fn as_steps(&self) -> Vec<Step> {
+        let mut steps: Vec<Step> = Vec::with_capacity(self.len());
+        let mut add = |change| steps.push(Step::change(Duration::ZERO, change));
+        for ns in &self.namespaces {
+            add(Change::Namespace(ns.clone()));
+        }
+        for node in &self.nodes {
+            add(Change::Node(node.clone()));
+        }
+        for service in &self.services {
+            add(Change::Service(service.clone()));
+        }
+        for pod in &self.pods {
+            add(Change::Pod(pod.clone()));
+        }
+        for slice in &self.endpoint_slices {
+            add(Change::EndpointSlice(Arc::new(slice.clone())));
+        }
+        for endpoints in &self.endpoints {
+            add(Change::Endpoints(Arc::new(endpoints.clone())));
+        }
+        steps
     }
 }
 

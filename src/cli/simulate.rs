@@ -169,13 +169,12 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
 
     // Everything exists at time zero; the trace starts once the cold start has settled.
     let offset = Duration::from_secs(60);
-    let mut steps = Step::cold_start(snapshot);
+    let mut steps = snapshot.as_steps();
     let cold_steps = steps.len();
-    steps.extend(
-        trace
-            .iter()
-            .map(|s| Step::of_change(s.at + offset, s.change.clone())),
-    );
+    steps.extend(trace.iter().map(|s| Step {
+        at: s.at + offset,
+        ..s.clone()
+    }));
 
     let mut engine = super::replay::engine_options(
         args.batch_period,
@@ -214,7 +213,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         Some(state) => state,
         None => {
             let mut state = snapshot.clone();
-            sim::apply_all(&mut state, trace.iter().map(|s| &s.change));
+            sim::apply_all(&mut state, trace.iter().filter_map(Step::as_change));
             state
         }
     };

@@ -8,8 +8,9 @@ use serde_json::Value;
 
 use super::manifest::{self, LoadError, Manifest};
 use crate::change::Change;
+use crate::change::{Fault, Happening, Step};
 use crate::model::{Name, intern};
-use crate::replay::{Action, Step, duration_from_seconds, parse_duration};
+use crate::replay::{duration_from_seconds, parse_duration};
 use crate::sink::{Kind, Verb, WriteError};
 
 /// A step that is not of the events file's form.
@@ -166,17 +167,17 @@ fn parse_step(file: &str, step: usize, value: Value) -> Result<Step, EventsError
             ));
         }
     };
-    let action = match action.as_str() {
-        "apply" => Action::Apply(apply_change(file, step, value).map_err(|e| match e {
+    let happening = match action.as_str() {
+        "apply" => Happening::Change(apply_change(file, step, value).map_err(|e| match e {
             Refused::Field(field, message) => err(&field, message),
             Refused::Object(e) => EventsError::Object(e),
         })?),
-        "delete" => {
-            Action::Delete(delete_change(&value).map_err(|(f, m)| err(&format!("delete{f}"), m))?)
-        }
-        _ => parse_fail(&value).map_err(|(f, m)| err(&format!("fail{f}"), m))?,
+        "delete" => Happening::Change(
+            delete_change(&value).map_err(|(f, m)| err(&format!("delete{f}"), m))?,
+        ),
+        _ => Happening::Fault(parse_fail(&value).map_err(|(f, m)| err(&format!("fail{f}"), m))?),
     };
-    Ok(Step { at, action })
+    Ok(Step { at, happening })
 }
 
 /// Why an `apply` was refused: a field of the step, or the object as the manifest loader says.
@@ -342,7 +343,7 @@ fn delete_change(target: &Value) -> Result<Change, FieldError> {
 
 const STATUSES: [u64; 5] = [403, 409, 429, 500, 503];
 
-fn parse_fail(spec: &Value) -> Result<Action, FieldError> {
+fn parse_fail(spec: &Value) -> Result<Fault, FieldError> {
     let map = fields(
         spec,
         &["verb", "kind", "status", "reason", "times"],
@@ -422,7 +423,7 @@ fn parse_fail(spec: &Value) -> Result<Action, FieldError> {
             reason,
         },
     };
-    Ok(Action::Fail {
+    Ok(Fault {
         verb,
         kind,
         error,

@@ -157,7 +157,7 @@ pub fn replay_with_progress(
         }
         let before = next;
         while next < order.len() && order[next].at <= now {
-            let applied = world.apply(&order[next].action, now, &sink);
+            let applied = world.apply(&order[next].happening, now, &sink);
             for change in &applied.events {
                 replicas.send(now, change, &mut faults.counts);
             }

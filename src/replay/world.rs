@@ -11,7 +11,7 @@ use crate::model::{Meta, Name, Node, Pod, PodMeta, ResourceVersion, Service, Tim
 use crate::sink::memory::MemorySink;
 use crate::sink::{Kind, Object};
 
-use super::Action;
+use super::Happening;
 
 /// Objects of the kinds the controllers only read, as the API server holds them. Pods and
 /// namespaces are kept only when something will list them (a relist or a restart).
@@ -87,18 +87,19 @@ impl World {
             .map(|s| s.selector.is_some())
     }
 
-    /// Carries out one step's action against the API server.
-    pub(super) fn apply(&mut self, action: &Action, at: Duration, sink: &MemorySink) -> Applied {
-        match action {
-            Action::Apply(change) => self.apply_object(change, at, sink),
-            Action::Delete(change) => self.delete_object(change, sink),
-            Action::Fail {
-                verb,
-                kind,
-                error,
-                times,
-            } => {
-                sink.fail_next(*verb, *kind, error.clone(), *times);
+    /// Carries out what one step does against the API server: an object applied (created, or
+    /// replacing the one of its kind, namespace and name), an object deleted, or a fault armed.
+    pub(super) fn apply(
+        &mut self,
+        happening: &Happening,
+        at: Duration,
+        sink: &MemorySink,
+    ) -> Applied {
+        match happening {
+            Happening::Change(change) if change.is_deletion() => self.delete_object(change, sink),
+            Happening::Change(change) => self.apply_object(change, at, sink),
+            Happening::Fault(fault) => {
+                sink.fail_next(fault.verb, fault.kind, fault.error.clone(), fault.times);
                 Applied::default()
             }
         }

@@ -14,8 +14,9 @@ use super::cluster::{
 };
 use super::keyset::KeySet;
 use super::rng::Rng;
-use super::trace::{Step, TraceKind};
+use super::trace::TraceKind;
 use crate::change::Change;
+use crate::change::Step;
 use crate::model::{Labels, Name, Node, Pod, PodPhase, ResourceVersion};
 
 /// After this many actions without a change, `run` stops: nothing in the cluster can move.
@@ -349,7 +350,7 @@ impl Churn {
 
     pub(super) fn emit(&mut self, change: Change) {
         let at = self.next_at();
-        self.steps.push(Step { at, change });
+        self.steps.push(Step::change(at, change));
     }
 
     pub(super) fn take_rv(&mut self) -> Name {
@@ -383,10 +384,7 @@ impl Churn {
             .meta
             .set_resource_version(ResourceVersion::new(&rv));
         let pod = live.pod.clone();
-        self.steps.push(Step {
-            at,
-            change: Change::Pod(pod),
-        });
+        self.steps.push(Step::change(at, Change::Pod(pod)));
         true
     }
 
@@ -411,10 +409,7 @@ impl Churn {
                 node: None,
             },
         );
-        self.steps.push(Step {
-            at,
-            change: Change::Pod(pod),
-        });
+        self.steps.push(Step::change(at, Change::Pod(pod)));
         let after = self.rng.millis(500, 3_000);
         self.schedule(after, Action::Running(name, 30));
     }

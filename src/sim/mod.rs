@@ -26,4 +26,4 @@ pub use episodes::NodeLoss;
 pub use rng::Rng;
 pub use simple::{ServiceScenario, cluster, single_service};
 pub use spec::{ClusterSpec, MAX_NAMESPACES, MAX_NODES, MAX_PODS, MAX_SERVICES, SpecError};
-pub use trace::{Step, TraceKind, trace};
+pub use trace::{TraceKind, trace};

@@ -9,14 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::churn::Churn;
 use super::cluster::Cluster;
 use super::episodes::NodeLoss;
-use crate::change::Change;
-
-/// One change at a virtual time since the trace began. Times strictly increase along a trace.
-#[derive(Clone, Debug)]
-pub struct Step {
-    pub at: Duration,
-    pub change: Change,
-}
+use crate::change::Step;
 
 /// The kind of churn a trace is made of.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

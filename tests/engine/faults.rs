@@ -38,12 +38,11 @@ pub fn run(setup: &Setup, incremental: bool) -> Run {
     let trace = sim::trace(&cluster, setup.kind, setup.spec.seed, setup.steps);
     // The trace starts once the cold start has settled, as in `sliced simulate`.
     let offset = Duration::from_secs(10);
-    let mut steps = Step::cold_start(&cluster.snapshot);
-    steps.extend(
-        trace
-            .iter()
-            .map(|s| Step::of_change(s.at + offset, s.change.clone())),
-    );
+    let mut steps = cluster.snapshot.as_steps();
+    steps.extend(trace.iter().map(|s| Step {
+        at: s.at + offset,
+        ..s.clone()
+    }));
     let options = ReplayOptions {
         engine: EngineOptions {
             incremental,

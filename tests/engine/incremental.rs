@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use sliced::change::Change;
+use sliced::change::{Change, Step};
 use sliced::engine::{Engine, EngineOptions};
 use sliced::queue::{Clock, VirtualClock};
 use sliced::sim::{self, ClusterSpec, TraceKind};
@@ -29,7 +29,7 @@ fn run(spec: &ClusterSpec, kind: TraceKind, seed: u64, max: usize, incremental: 
 
 fn run_trace(
     cluster: &sim::Cluster,
-    trace: &[sim::Step],
+    trace: &[Step],
     seed: u64,
     max: usize,
     incremental: bool,
@@ -66,7 +66,9 @@ fn run_trace(
         if step.at > clock.now() {
             clock.set(step.at);
         }
-        engine.handle(&step.change);
+        if let Some(change) = step.as_change() {
+            engine.handle(change);
+        }
         drain(&engine);
     }
     // Let delayed syncs run.
@@ -191,10 +193,10 @@ fn node_zone_change_touches_only_its_pods() {
     moved.labels = node
         .labels
         .with("topology.kubernetes.io/zone", "zone-elsewhere");
-    let mut trace = vec![sim::Step {
-        at: std::time::Duration::from_secs(1),
-        change: Change::Node(moved),
-    }];
+    let mut trace = vec![Step::change(
+        std::time::Duration::from_secs(1),
+        Change::Node(moved),
+    )];
     // Then one pod of every service flips readiness, so that every service syncs.
     for (i, service) in snapshot.services.iter().enumerate() {
         let Some(selector) = &service.selector else {
@@ -209,10 +211,10 @@ fn node_zone_change_touches_only_its_pods() {
         pod.ready = !pod.ready;
         pod.meta
             .set_resource_version(sliced::model::ResourceVersion::new(&format!("9{i:04}")));
-        trace.push(sim::Step {
-            at: std::time::Duration::from_secs(2),
-            change: Change::Pod(pod),
-        });
+        trace.push(Step::change(
+            std::time::Duration::from_secs(2),
+            Change::Pod(pod),
+        ));
     }
     let on_node = snapshot
         .pods

@@ -4,15 +4,23 @@
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
-use sliced::change::Change;
+use sliced::change::{Change, Step};
 use sliced::model::{Name, Pod, PodPhase, Timestamp};
 use sliced::sim::{
-    Applied, Churn, Cluster, ClusterSpec, EPOCH_SECOND, LABEL_TEMPLATE_HASH, NodeLoss, Step,
-    TraceKind, apply, apply_all, generate, trace,
+    Applied, Churn, Cluster, ClusterSpec, EPOCH_SECOND, LABEL_TEMPLATE_HASH, NodeLoss, TraceKind,
+    apply, apply_all, generate, trace,
 };
 use sliced::snapshot::Snapshot;
 
 use super::{digest, small};
+
+/// A generated trace holds changes only, never a fault.
+fn change(step: &Step) -> &Change {
+    match step.as_change() {
+        Some(change) => change,
+        None => panic!("a generated trace holds a fault: {step:?}"),
+    }
+}
 
 fn time_of(at: Duration) -> Option<Timestamp> {
     Timestamp::from_second(EPOCH_SECOND + at.as_secs() as i64).ok()
@@ -99,8 +107,8 @@ impl Replay {
             "step {i}: time does not increase"
         );
         self.last_at = Some(step.at);
-        let applied = apply(&mut self.snapshot, &step.change);
-        match &step.change {
+        let applied = apply(&mut self.snapshot, change(step));
+        match change(step) {
             Change::Pod(pod) => self.pod(pod, step.at, applied, i),
             Change::PodDeleted { namespace, name } => {
                 let key = (namespace.clone(), name.clone());
@@ -273,7 +281,7 @@ fn a_long_mixed_trace_holds_every_kind_of_change() {
     assert_eq!(r.snapshot.pods.len(), r.pods.len());
     // The indexed replay ends in the very same snapshot.
     let mut fast = c.snapshot.clone();
-    apply_all(&mut fast, steps.iter().map(|s| &s.change));
+    apply_all(&mut fast, steps.iter().map(change));
     assert_eq!(digest(&fast), digest(&r.snapshot));
 }
 
@@ -283,7 +291,7 @@ fn a_long_trace_replays_onto_100k_pods_quickly() {
     let start = Instant::now();
     let steps = trace(&c, TraceKind::Mixed, 1, 50_000);
     let mut snapshot = c.snapshot.clone();
-    apply_all(&mut snapshot, steps.iter().map(|s| &s.change));
+    apply_all(&mut snapshot, steps.iter().map(change));
     let took = start.elapsed();
     assert_eq!(steps.len(), 50_000);
     // About 0.3 s in release.
@@ -347,7 +355,7 @@ fn a_rolling_update_replaces_every_pod_with_as_many_ready_new_ones() {
     // Every old pod was terminating (not ready) before it was deleted.
     let mut terminating = HashSet::new();
     for s in &steps {
-        match &s.change {
+        match change(s) {
             Change::Pod(p) if old.contains(&key_of(p)) => {
                 assert!(p.meta.deletion_timestamp().is_some() && !p.ready);
                 terminating.insert(key_of(p));
@@ -380,7 +388,7 @@ fn scaling_up_then_down_creates_then_removes_pods() {
     assert_eq!(r.counts.created, n);
     assert_eq!(r.counts.deleted, 2 * n - n / 2);
     // Scaling down only terminates and deletes.
-    assert!(steps[created..].iter().all(|s| match &s.change {
+    assert!(steps[created..].iter().all(|s| match change(s) {
         Change::Pod(p) => p.meta.deletion_timestamp().is_some(),
         change => matches!(change, Change::PodDeleted { .. }),
     }));
@@ -416,7 +424,7 @@ fn a_node_lost_either_way_takes_its_pods_and_is_replaced() {
         assert_eq!((r.counts.node_deleted, r.counts.node_created), (1, 1));
         match how {
             NodeLoss::NotReadyFirst => {
-                assert!(matches!(&steps[0].change, Change::Node(n) if n.name == node && !n.ready));
+                assert!(matches!(change(&steps[0]), Change::Node(n) if n.name == node && !n.ready));
                 // The node's pods went not ready and terminating before they were deleted.
                 let ready_on_node = c
                     .snapshot
@@ -428,7 +436,7 @@ fn a_node_lost_either_way_takes_its_pods_and_is_replaced() {
                 assert_eq!(r.counts.terminated, on_node.len());
             }
             NodeLoss::NodeDeletedFirst => {
-                assert!(matches!(&steps[0].change, Change::NodeDeleted { name } if *name == node));
+                assert!(matches!(change(&steps[0]), Change::NodeDeleted { name } if *name == node));
                 assert_eq!(r.counts.terminated, 0);
             }
         }
