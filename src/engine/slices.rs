@@ -1,6 +1,6 @@
-//! The EndpointSlice controller inside the engine: its queue (client-go's default controller rate
-//! limiter, as upstream's `endpoint_slice` queue), generation and trigger-time trackers, topology
-//! cache, and what it remembers between syncs so that the next one can be incremental.
+//! The EndpointSlice controller inside the engine: its queue (upstream's `endpoint_slice` queue
+//! and rate limiter), generation and trigger-time trackers, topology cache, and what it remembers
+//! between syncs so that the next one can be incremental.
 
 use std::collections::HashMap;
 use std::sync::Arc;
