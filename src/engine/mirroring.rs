@@ -14,7 +14,6 @@ use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::mirroring::{self, MirrorInput, should_mirror};
 use crate::reconcile::{Event, Plan};
 use crate::sink::Sink;
-use crate::sink::apply::{TypeStatus, apply_plan};
 use crate::tracker::{self, EndpointSliceTracker};
 
 /// The controller name in sync records.
@@ -168,21 +167,9 @@ impl MirroringController {
                 record.outcome = SyncOutcome::Stale;
                 Some(STALE_MESSAGE.to_string())
             }
-            Prepared::Plan(mut plan, mut metrics) => {
-                let outcome = apply_plan(sink, &mut plan);
-                metrics.applied(&outcome);
-                record.slice_metrics = Some(*metrics);
+            Prepared::Plan(mut plan, metrics) => {
+                let error = record.apply_slice_plan(sink, &mut plan, *metrics);
                 events.extend(plan.events.into_iter().map(|e| (key.clone(), e)));
-                let error = outcome.error_message();
-                record.abandoned = outcome
-                    .per_type
-                    .iter()
-                    .any(|t| t.status == TypeStatus::NamespaceTerminating);
-                record.writes = outcome.records;
-                record.gone = outcome.gone;
-                if error.is_some() {
-                    record.outcome = SyncOutcome::Error;
-                }
                 error
             }
         };

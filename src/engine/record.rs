@@ -6,8 +6,9 @@ use std::time::Duration;
 use super::slice_metrics::SliceSyncMetrics;
 use crate::index::ServiceKey;
 use crate::queue::{RetryDecision, WorkQueue};
-use crate::sink::apply::AppliedWrite;
-use crate::sink::{Object, Verb};
+use crate::reconcile::Plan;
+use crate::sink::apply::{AppliedWrite, TypeStatus, apply_plan};
+use crate::sink::{Object, Sink, Verb};
 use crate::tracker::EndpointSliceTracker;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,5 +101,32 @@ impl SyncRecord {
                 self.message = Some(message);
             }
         }
+    }
+}
+
+impl SyncRecord {
+    /// Carries out a plan of slice writes (the EndpointSlice or the mirroring controller's): the
+    /// record takes the accepted writes, the objects found gone, the metrics, and whether a
+    /// terminating namespace cut the plan short. Returns the sync's error, if any.
+    pub(super) fn apply_slice_plan(
+        &mut self,
+        sink: &dyn Sink,
+        plan: &mut Plan,
+        mut metrics: SliceSyncMetrics,
+    ) -> Option<String> {
+        let outcome = apply_plan(sink, plan);
+        metrics.applied(&outcome);
+        let error = outcome.error_message();
+        self.slice_metrics = Some(metrics);
+        self.abandoned = outcome
+            .per_type
+            .iter()
+            .any(|t| t.status == TypeStatus::NamespaceTerminating);
+        self.writes = outcome.records;
+        self.gone = outcome.gone;
+        if error.is_some() {
+            self.outcome = SyncOutcome::Error;
+        }
+        error
     }
 }

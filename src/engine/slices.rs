@@ -11,7 +11,7 @@ use parking_lot::{Mutex, RwLock};
 
 use super::Cluster;
 use super::incremental::{ChangeLog, Changes, Located, Locator};
-use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord, track_own_writes};
+use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
 use crate::index::{Index, ServiceKey};
 use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
@@ -23,7 +23,6 @@ use crate::reconcile::slices::{
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Plan};
 use crate::sink::Sink;
-use crate::sink::apply::{TypeStatus, apply_plan};
 use crate::tracker::{EndpointSliceTracker, TriggerTimeTracker};
 
 /// The controller name in sync records and events.
@@ -234,11 +233,11 @@ impl EndpointSliceController {
         Some(plan)
     }
 
-    /// Applies a prepared sync and feeds its results back: to the trackers, the index (as the
-    /// watch would), and the queue.
+    /// Applies a prepared sync and feeds its result back to the incremental state, the topology
+    /// cache and the queue. The caller feeds the writes back (the generation tracker, the index) as
+    /// the watch would deliver them.
     pub fn finish(
         &self,
-        cx: &Cluster,
         key: &ServiceKey,
         prepared: Prepared,
         sink: &dyn Sink,
@@ -259,27 +258,14 @@ impl EndpointSliceController {
                 record.outcome = SyncOutcome::Stale;
                 Some(STALE_MESSAGE.to_string())
             }
-            Prepared::Plan(mut plan, mut metrics) => {
-                let outcome = apply_plan(sink, &mut plan);
-                metrics.applied(&outcome);
-                record.slice_metrics = Some(*metrics);
-                let error = outcome.error_message();
-                record.abandoned = outcome
-                    .per_type
-                    .iter()
-                    .any(|t| t.status == TypeStatus::NamespaceTerminating);
+            Prepared::Plan(mut plan, metrics) => {
+                let error = record.apply_slice_plan(sink, &mut plan, *metrics);
                 complete = error.is_none() && !record.abandoned;
-                record.writes = outcome.records;
-                record.gone = outcome.gone;
-                if cx.options.observe_writes {
-                    track_own_writes(&self.tracker, &record);
-                }
                 self.topology
                     .write()
                     .apply(&key.to_string(), &plan.topology_changes);
                 let mut raised = plan.events;
                 if let Some(message) = &error {
-                    record.outcome = SyncOutcome::Error;
                     raised.push(Event::warning(
                         "FailedToUpdateEndpointSlices",
                         format!("Error updating Endpoint Slices for Service {key}: {message}"),

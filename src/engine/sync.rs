@@ -85,10 +85,13 @@ impl Engine {
             let mut record = match planned {
                 Planned::Slices(key, prepared) => {
                     let mut events = Vec::new();
-                    let record =
-                        self.endpointslice
-                            .finish(&cx, &key, prepared, sink, at, &mut events);
+                    let record = self
+                        .endpointslice
+                        .finish(&key, prepared, sink, at, &mut events);
                     self.events.lock().extend(events);
+                    if self.options.observe_writes {
+                        track_own_writes(&self.endpointslice.tracker, &record);
+                    }
                     self.observe_own_writes(&record);
                     record
                 }
