@@ -29,6 +29,8 @@ mod fake_api;
 mod real_pods;
 #[path = "../tests/support/run_harness.rs"]
 mod run_harness;
+#[path = "../tests/support/snapshot_reference.rs"]
+mod snapshot_reference;
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::hint::black_box;

@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 phases=${PHASES:-1200}
 SLICED_SOAK_PHASES=$phases cargo test --release --locked --test memory run::memory_stays_flat \
-  -- --nocapture 2>&1 | grep -E "after phase|soak:|test result|panicked"
+  -- --nocapture 2>&1 | grep -E "after phase|at phase|soak:|test result|panicked"

@@ -16,6 +16,14 @@ enum Job {
     Mirroring(ServiceKey),
 }
 
+impl Job {
+    fn key(&self) -> &ServiceKey {
+        match self {
+            Job::Slices(key) | Job::Endpoints(key) | Job::Mirroring(key) => key,
+        }
+    }
+}
+
 /// A job's plan.
 enum Planned {
     Slices(ServiceKey, slices::Prepared),
@@ -52,6 +60,45 @@ impl Engine {
             let keys = controller.queue.pop_ready(max);
             jobs.extend(keys.into_iter().map(Job::Mirroring));
         }
+        self.run_jobs(jobs, sink)
+    }
+
+    /// One pass of controllers that have just started (`sliced reconcile`): every ready key of
+    /// every controller synced once, and failures not retried. A service's EndpointSlices and
+    /// then its Endpoints, services in namespace/name order, those that no longer exist (whose
+    /// Endpoints are left over) last; then the mirroring controller's keys in the same order, so
+    /// that it reads what the Endpoints controller wrote.
+    pub fn sync_once(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
+        self.mark_pods_on_changed_nodes();
+        self.recompute_topology_if_needed();
+        let mut jobs: Vec<Job> = self
+            .endpointslice
+            .queue
+            .pop_ready(usize::MAX)
+            .into_iter()
+            .map(Job::Slices)
+            .collect();
+        if let Some(controller) = &self.endpoints {
+            let keys = controller.queue.pop_ready(usize::MAX);
+            jobs.extend(keys.into_iter().map(Job::Endpoints));
+        }
+        let services = self.index.services();
+        jobs.sort_by_cached_key(|job| {
+            let key = job.key();
+            let gone = services.get(&key.namespace, &key.name).is_none();
+            (gone, key.clone(), matches!(job, Job::Endpoints(_)))
+        });
+        let mut records = self.run_jobs(jobs, sink);
+        if let Some(controller) = &self.mirroring {
+            let mut keys = controller.queue.pop_ready(usize::MAX);
+            keys.sort();
+            records.extend(self.run_jobs(keys.into_iter().map(Job::Mirroring).collect(), sink));
+        }
+        records
+    }
+
+    /// Plans `jobs` in parallel, then applies the plans to `sink` in the jobs' order.
+    fn run_jobs(&self, jobs: Vec<Job>, sink: &dyn Sink) -> Vec<SyncRecord> {
         if jobs.is_empty() {
             return Vec::new();
         }

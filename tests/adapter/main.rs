@@ -9,6 +9,8 @@ mod fake_api;
 mod real_pods;
 #[path = "../support/run_harness.rs"]
 mod run_harness;
+#[path = "../support/snapshot_reference.rs"]
+mod snapshot_reference;
 
 mod fake_api_server;
 mod metrics;

@@ -23,4 +23,6 @@ mod queue;
 mod reconcile_incremental;
 mod restart;
 mod sink;
+#[path = "../support/snapshot_reference.rs"]
+mod snapshot_reference;
 mod tracker;

@@ -206,6 +206,10 @@ async fn memory_stays_flat_through_churn() {
         if phase % 10 == 0 {
             fake.clear_requests();
         }
+        // The trend between the two figures, unsettled: a plateau or a slope.
+        if phase > first && phase < last && (phase - first) % 100 == 0 {
+            eprintln!("at phase {phase}: {}", Figure::now());
+        }
     }
     assert_matches_reconcile(&fake);
     running.stop().await.unwrap();

@@ -27,7 +27,8 @@
 //! and every slice it creates or updates is labelled with, and owned by, the Endpoints of its key.
 //!
 //! The other tests of whole manifests in and out live beside the scenarios, in this binary:
-//! `manifest` (loading manifests: formats, Lists, errors), `upstream_objects` (taking over from
+//! `one_driver` (the engine's pass that `reconcile` runs, against the driver it replaced, kept as
+//! an independent reference), `manifest` (loading manifests: formats, Lists, errors), `upstream_objects` (taking over from
 //! kube-controller-manager and handing back with zero writes) and `deploy_manifests` (the
 //! manifests in `deploy/`).
 
@@ -35,6 +36,9 @@ mod deploy_manifests;
 mod generate;
 mod manifest;
 mod matcher;
+mod one_driver;
+#[path = "../support/snapshot_reference.rs"]
+mod snapshot_reference;
 mod upstream_objects;
 
 use std::path::{Path, PathBuf};
@@ -468,8 +472,8 @@ fn check_endpoints(s: &Scenario, objects: &[Value], shown: &dyn Fn() -> String) 
     }
 }
 
-#[test]
-fn scenarios() {
+/// Every `fixtures/scenarios/*.yaml`, in name order.
+fn scenario_paths() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/scenarios");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("fixtures/scenarios")
@@ -478,6 +482,12 @@ fn scenarios() {
         .collect();
     paths.sort();
     assert!(!paths.is_empty(), "no scenarios found");
+    paths
+}
+
+#[test]
+fn scenarios() {
+    let paths = scenario_paths();
     let only = std::env::var("SCENARIO").ok();
     let mut failures = Vec::new();
     for path in &paths {

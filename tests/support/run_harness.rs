@@ -12,7 +12,6 @@ use sliced::engine::EngineOptions;
 use sliced::kube::lease::LeaseConfig;
 use sliced::kube::run::{RunError, RunOptions, RunState, RunSummary, run};
 use sliced::reconcile::Options;
-use sliced::snapshot::reconcile_snapshot_with;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -262,12 +261,19 @@ fn endpoints_by_service(slices: &[Value]) -> BTreeMap<String, Vec<String>> {
     out
 }
 
-/// The fake's slices and Endpoints are what `sliced reconcile` computes from the same objects:
+/// The fake's slices and Endpoints are what a reconcile of the same objects computes (by the
+/// independent reference driver, not the engine under test):
 /// a reconcile of the whole cluster as it stands writes nothing, and a fresh one (no slices or
 /// Endpoints yet) puts the same endpoints in the same services' slices.
 pub fn assert_matches_reconcile(fake: &FakeApiServer) {
     let current = snapshot(&cluster_objects(fake, true));
-    let again = reconcile_snapshot_with(&current, &Options::default(), Controllers::ALL, 1);
+    let again = crate::snapshot_reference::reconcile_snapshot(
+        &current,
+        &Options::default(),
+        &Default::default(),
+        Controllers::ALL,
+        1,
+    );
     let writes: Vec<String> = again
         .writes
         .iter()
@@ -296,7 +302,13 @@ pub fn assert_matches_reconcile(fake: &FakeApiServer) {
     );
 
     let fresh = snapshot(&cluster_objects(fake, false));
-    let from_scratch = reconcile_snapshot_with(&fresh, &Options::default(), Controllers::ALL, 1);
+    let from_scratch = crate::snapshot_reference::reconcile_snapshot(
+        &fresh,
+        &Options::default(),
+        &Default::default(),
+        Controllers::ALL,
+        1,
+    );
     let expected: Vec<Value> = from_scratch
         .objects
         .iter()

@@ -1,5 +1,6 @@
 //! The reconcilers on hostile snapshots: whatever the decoders accept, one sync of every
-//! controller never panics, and a second sync over its result writes nothing.
+//! controller never panics, makes the writes the independent reference driver makes
+//! (`tests/support/snapshot_reference.rs`), and a second sync over its result writes nothing.
 
 use proptest::prelude::*;
 
@@ -8,6 +9,7 @@ use sliced::sink::Object;
 use sliced::snapshot::{Controllers, Snapshot, reconcile_snapshot_full};
 
 use super::corpus::{FIXTURES, Mutation, documents, mutate, mutation, yaml_stream};
+use crate::snapshot_reference;
 
 /// One sync of every controller over `snapshot`, then another over the objects it left: the second
 /// must write nothing.
@@ -21,6 +23,17 @@ pub fn reconcile_twice(snapshot: &Snapshot) -> Result<(), TestCaseError> {
             max_endpoints_per_subset: max,
         };
         let first = reconcile_snapshot_full(snapshot, &options, &mirroring, Controllers::ALL, 1);
+        let reference = snapshot_reference::reconcile_snapshot(
+            snapshot,
+            &options,
+            &mirroring,
+            Controllers::ALL,
+            1,
+        );
+        prop_assert_eq!(&first.writes, &reference.writes, "max {}: writes", max);
+        prop_assert_eq!(&first.errors, &reference.errors, "max {}: errors", max);
+        prop_assert_eq!(&first.events, &reference.events, "max {}: events", max);
+        prop_assert_eq!(&first.objects, &reference.objects, "max {}: objects", max);
         let mut again = snapshot.clone();
         again.endpoint_slices.clear();
         again.endpoints.clear();
