@@ -18,7 +18,7 @@ use sliced::model::{Pod, ResourceVersion};
 use sliced::queue::{Clock, VirtualClock};
 use sliced::sim;
 use sliced::sink::memory::MemorySink;
-use sliced::snapshot::Snapshot;
+use sliced::snapshot::{Snapshot, load_stored};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -41,15 +41,7 @@ fn loaded(snapshot: &Snapshot) -> Engine {
 
 fn loaded_with(snapshot: &Snapshot, controllers: Controllers) -> Engine {
     let engine = engine(controllers);
-    for node in &snapshot.nodes {
-        engine.handle(&Change::Node(node.clone()));
-    }
-    for service in &snapshot.services {
-        engine.handle(&Change::Service(service.clone()));
-    }
-    for pod in &snapshot.pods {
-        engine.handle(&Change::Pod(pod.clone()));
-    }
+    snapshot.load_cluster_into(&engine);
     engine
 }
 
@@ -57,12 +49,7 @@ fn loaded_with(snapshot: &Snapshot, controllers: Controllers) -> Engine {
 /// and every object the API server holds; then its start-up work.
 fn restarted(snapshot: &Snapshot, sink: &MemorySink) -> Engine {
     let engine = loaded_with(snapshot, Controllers::ALL);
-    for object in sink.objects() {
-        engine.handle(&match object {
-            sliced::sink::Object::EndpointSlice(s) => Change::EndpointSlice(s),
-            sliced::sink::Object::Endpoints(e) => Change::Endpoints(e),
-        });
-    }
+    load_stored(&engine, sink.objects());
     engine.start();
     engine
 }

@@ -149,7 +149,10 @@ pub fn reconcile_snapshot_full(
         },
         Arc::clone(&clock) as Arc<dyn Clock>,
     );
-    load(&engine, snapshot, &sink);
+    // As controllers that have just started: caches filled from lists, then the start-up work.
+    snapshot.load_cluster_into(&engine);
+    load_stored(&engine, sink.objects());
+    engine.start();
     // Past every delay that loading queued (the longest: slice-triggered syncs wait a second).
     clock.advance(Duration::from_secs(3600));
     let records = engine.sync_once(&sink);
@@ -175,28 +178,30 @@ pub fn reconcile_snapshot_full(
     result
 }
 
-/// Feeds a snapshot into an engine as its informers would fill their caches at start: services
-/// in namespace/name order, the EndpointSlices and Endpoints as `sink` holds them. Then the
-/// engine starts, as controllers do once their caches are filled.
-fn load(engine: &Engine, snapshot: &Snapshot, sink: &MemorySink) {
-    for node in &snapshot.nodes {
-        engine.handle(&Change::Node(node.clone()));
-    }
-    let mut services: Vec<&Service> = snapshot.services.iter().collect();
-    // Stable: of two with one name, the later one is applied last and wins.
-    services
-        .sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
-    for service in services {
-        engine.handle(&Change::Service(service.clone()));
-    }
-    for pod in &snapshot.pods {
-        engine.handle(&Change::Pod(pod.clone()));
-    }
-    for object in sink.objects() {
-        match object {
-            Object::EndpointSlice(slice) => engine.handle(&Change::EndpointSlice(slice)),
-            Object::Endpoints(endpoints) => engine.handle(&Change::Endpoints(endpoints)),
+impl Snapshot {
+    /// Its Nodes, Services and Pods delivered to `engine`, as its informers' first lists deliver
+    /// them. Its EndpointSlices and Endpoints are not: those the engine reads are the API
+    /// server's, as it stores them ([`load_stored`]).
+    pub fn load_cluster_into(&self, engine: &Engine) {
+        for node in &self.nodes {
+            engine.handle(&Change::Node(node.clone()));
+        }
+        for service in &self.services {
+            engine.handle(&Change::Service(service.clone()));
+        }
+        for pod in &self.pods {
+            engine.handle(&Change::Pod(pod.clone()));
         }
     }
-    engine.start();
+}
+
+/// The EndpointSlices and Endpoints an API server holds, delivered to `engine` as its informers'
+/// first lists deliver them.
+pub fn load_stored(engine: &Engine, objects: impl IntoIterator<Item = Object>) {
+    for object in objects {
+        engine.handle(&match object {
+            Object::EndpointSlice(slice) => Change::EndpointSlice(slice),
+            Object::Endpoints(endpoints) => Change::Endpoints(endpoints),
+        });
+    }
 }

@@ -49,16 +49,7 @@ fn run_trace(
         clock.clone() as Arc<dyn Clock>,
     );
     let sink = MemorySink::new(seed);
-    let snapshot = &cluster.snapshot;
-    for n in &snapshot.nodes {
-        engine.handle(&Change::Node(n.clone()));
-    }
-    for s in &snapshot.services {
-        engine.handle(&Change::Service(s.clone()));
-    }
-    for p in &snapshot.pods {
-        engine.handle(&Change::Pod(p.clone()));
-    }
+    cluster.snapshot.load_cluster_into(&engine);
     let drain = |engine: &Engine| while !engine.sync_ready(&sink).is_empty() {};
     drain(&engine);
     let initial_syncs = engine.stats().syncs;

@@ -10,7 +10,7 @@ use sliced::engine::{Engine, EngineOptions};
 use sliced::queue::{Clock, VirtualClock};
 use sliced::sim;
 use sliced::sink::{MemorySink, Object};
-use sliced::snapshot::Snapshot;
+use sliced::snapshot::{Snapshot, load_stored};
 
 fn engine() -> Engine {
     Engine::new(
@@ -28,21 +28,8 @@ fn engine() -> Engine {
 /// process's initial lists deliver them; then the start-up work.
 fn listed(snapshot: &Snapshot, sink: &MemorySink) -> Engine {
     let engine = engine();
-    for node in &snapshot.nodes {
-        engine.handle(&Change::Node(node.clone()));
-    }
-    for service in &snapshot.services {
-        engine.handle(&Change::Service(service.clone()));
-    }
-    for pod in &snapshot.pods {
-        engine.handle(&Change::Pod(pod.clone()));
-    }
-    for object in sink.objects() {
-        engine.handle(&match object {
-            Object::EndpointSlice(s) => Change::EndpointSlice(s),
-            Object::Endpoints(e) => Change::Endpoints(e),
-        });
-    }
+    snapshot.load_cluster_into(&engine);
+    load_stored(&engine, sink.objects());
     engine.start();
     engine
 }
