@@ -7,6 +7,7 @@
 
 pub mod change;
 pub mod controllers;
+pub mod duration;
 pub mod engine;
 pub mod index;
 pub mod kube;

@@ -26,5 +26,5 @@ impl TrafficDistributionArgs {
 
 /// A Go-style duration flag (`0s`, `500ms`, `1m`).
 pub fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
-    sliced::replay::parse_duration(s).map_err(|e| e.to_string())
+    sliced::duration::parse_duration(s).map_err(|e| e.to_string())
 }

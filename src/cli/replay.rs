@@ -7,11 +7,12 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use sliced::controllers::Controllers;
+use sliced::duration::format_seconds;
 use sliced::engine::EngineOptions;
 use sliced::kube::convert::object_to_json;
-use sliced::kube::events::load_events_file;
+use sliced::kube::trace_file::load_trace_file;
 use sliced::reconcile::Options;
-use sliced::replay::{FaultProfile, ReplayOptions, ReplayResult, format_seconds, replay};
+use sliced::replay::{FaultProfile, ReplayOptions, ReplayResult, replay};
 use sliced::sink::Verb;
 
 pub struct ReplayArgs<'a> {
@@ -28,7 +29,7 @@ pub struct ReplayArgs<'a> {
 }
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
-    let steps = match load_events_file(args.events) {
+    let steps = match load_trace_file(args.events) {
         Ok(steps) => steps,
         Err(e) => {
             eprintln!("error: {e}");

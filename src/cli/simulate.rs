@@ -282,7 +282,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
                 "faults ({}): {} injected until {}: {}",
                 report.profile,
                 report.counts.total(),
-                sliced::replay::format_seconds(report.stopped_at),
+                sliced::duration::format_seconds(report.stopped_at),
                 injected.join(", ")
             );
             println!(

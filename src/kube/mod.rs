@@ -2,11 +2,11 @@
 
 pub mod api_sink;
 pub mod convert;
-pub mod events;
 pub mod http;
 pub mod launch;
 pub mod lease;
 pub mod manifest;
 pub mod run;
 pub mod shadow;
+pub mod trace_file;
 pub mod watch;

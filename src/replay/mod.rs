@@ -1,15 +1,11 @@
 //! Replaying a trace of cluster changes through the engine in virtual time: the `--events` form of
 //! `sliced simulate`.
 
-mod duration;
 pub mod faults;
 mod replicas;
 mod run;
 mod world;
 
 pub use crate::change::{Fault, Happening, Step};
-pub use duration::{
-    DurationError, MAX_DURATION, duration_from_seconds, format_seconds, parse_duration,
-};
 pub use faults::{FaultCounts, FaultProfile};
 pub use run::{FaultReport, ReplayOptions, ReplayResult, TimedWrite, replay, replay_with_progress};

@@ -9,9 +9,10 @@ use std::time::Duration;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use sliced::duration::{DurationError, MAX_DURATION, parse_duration};
 use sliced::kube::convert::parse_cpu_millis;
-use sliced::kube::events::{EventsError, load_events};
-use sliced::replay::{DurationError, MAX_DURATION, ReplayOptions, parse_duration, replay};
+use sliced::kube::trace_file::{TraceFileError, load_trace};
+use sliced::replay::{ReplayOptions, replay};
 use sliced::sim::{ClusterSpec, SpecError, generate};
 
 use super::corpus::{ByteEdit, FIXTURES, Mutation, byte_edit, damage, documents, mutate, mutation};
@@ -54,7 +55,7 @@ fn yaml_list(steps: &Value) -> String {
 /// Loads `text` as a trace. An error names the file, and a step error the step (counted from 1)
 /// and the field, in plain words. What loads is replayed, within a deadline.
 fn load_and_replay(text: &str) -> Result<(), TestCaseError> {
-    match load_events(FILE, text) {
+    match load_trace(FILE, text) {
         Ok(steps) => {
             let (send, receive) = mpsc::channel();
             std::thread::spawn(move || {
@@ -79,14 +80,14 @@ fn load_and_replay(text: &str) -> Result<(), TestCaseError> {
             for bad in ["Some(\"", ": None: ", ": : ", "<input>", "panicked"] {
                 prop_assert!(!message.contains(bad), "{bad:?} in: {message}");
             }
-            if let EventsError::Step { step, .. } = &e {
+            if let TraceFileError::Step { step, .. } = &e {
                 prop_assert!(*step >= 1);
                 prop_assert!(
                     message.starts_with(&format!("{FILE}: step {step}: ")),
                     "{message}"
                 );
             }
-            if let EventsError::Object(e) = &e {
+            if let TraceFileError::Object(e) = &e {
                 prop_assert!(e.position().is_some_and(|p| p.document >= 1), "{message}");
             }
         }
@@ -403,7 +404,7 @@ fn most_hostile_traces_still_reach_the_replay() {
                 return false;
             };
             let (i, mutations) = case.current();
-            load_events(FILE, &yaml_list(&mutate(&trace_of(i), &mutations)))
+            load_trace(FILE, &yaml_list(&mutate(&trace_of(i), &mutations)))
                 .is_ok_and(|steps| steps.len() > 2)
         })
         .count();

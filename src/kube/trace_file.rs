@@ -1,4 +1,4 @@
-//! Loading an events file for `sliced simulate --events`: a list of steps, each at a virtual time,
+//! Loading a trace file (`sliced simulate --events FILE`): a list of steps, each at a virtual time,
 //! applying an object, deleting one, or making the next writes fail.
 
 use std::path::Path;
@@ -9,13 +9,13 @@ use serde_json::Value;
 use super::manifest::{self, LoadError, Manifest};
 use crate::change::Change;
 use crate::change::{Fault, Happening, Step};
+use crate::duration::{duration_from_seconds, parse_duration};
 use crate::model::{Name, intern};
-use crate::replay::{duration_from_seconds, parse_duration};
 use crate::sink::{Kind, Verb, WriteError};
 
 /// A step that is not of the events file's form.
 #[derive(Debug, thiserror::Error)]
-pub enum EventsError {
+pub enum TraceFileError {
     #[error("{file}: {message}")]
     File { file: String, message: String },
     /// A step, or one of its fields (`at`, `fail.status`); `field` is empty for the step as a
@@ -55,20 +55,20 @@ const KINDS: [(&str, &str); 6] = [
 
 const KIND_NAMES: &str = "Service, Pod, Node, Namespace, EndpointSlice or Endpoints";
 
-pub fn load_events_file(path: impl AsRef<Path>) -> Result<Vec<Step>, EventsError> {
+pub fn load_trace_file(path: impl AsRef<Path>) -> Result<Vec<Step>, TraceFileError> {
     let path = path.as_ref();
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| EventsError::File {
+    let text = std::fs::read_to_string(path).map_err(|e| TraceFileError::File {
         file: file.clone(),
         message: e.to_string(),
     })?;
-    load_events(&file, &text)
+    load_trace(&file, &text)
 }
 
 /// Parses the steps of an events file (YAML or JSON). Steps keep file order; the replay applies
 /// steps of the same time in that order.
-pub fn load_events(file: &str, text: &str) -> Result<Vec<Step>, EventsError> {
-    let file_error = |message: String| EventsError::File {
+pub fn load_trace(file: &str, text: &str) -> Result<Vec<Step>, TraceFileError> {
+    let file_error = |message: String| TraceFileError::File {
         file: file.to_owned(),
         message,
     };
@@ -107,8 +107,8 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-fn parse_step(file: &str, step: usize, value: Value) -> Result<Step, EventsError> {
-    let err = |field: &str, message: String| EventsError::Step {
+fn parse_step(file: &str, step: usize, value: Value) -> Result<Step, TraceFileError> {
+    let err = |field: &str, message: String| TraceFileError::Step {
         file: file.to_owned(),
         step,
         field: field.to_owned(),
@@ -170,7 +170,7 @@ fn parse_step(file: &str, step: usize, value: Value) -> Result<Step, EventsError
     let happening = match action.as_str() {
         "apply" => Happening::Change(apply_change(file, step, value).map_err(|e| match e {
             Refused::Field(field, message) => err(&field, message),
-            Refused::Object(e) => EventsError::Object(e),
+            Refused::Object(e) => TraceFileError::Object(e),
         })?),
         "delete" => Happening::Change(
             delete_change(&value).map_err(|(f, m)| err(&format!("delete{f}"), m))?,
