@@ -75,7 +75,7 @@ fn drain(engine: &Engine, sink: &MemorySink) -> usize {
 
 fn requeue_all(engine: &Engine, snapshot: &Snapshot) {
     for service in &snapshot.services {
-        engine.handle(&Change::Service(service.clone()));
+        engine.handle(Change::Service(service.clone()));
     }
 }
 
@@ -178,7 +178,7 @@ fn one_pod_ready(c: &mut Criterion) {
             b.iter(|| {
                 rv += 1;
                 pod = flipped(&pod, rv);
-                engine.handle(&Change::Pod(pod.clone()));
+                engine.handle(Change::Pod(pod.clone()));
                 assert_eq!(drain(&engine, &sink), writes);
             })
         });
@@ -205,7 +205,7 @@ fn steady_churn(c: &mut Criterion) {
                 next = (next + 7_919) % pods.len();
                 rv += 1;
                 pods[next] = flipped(&pods[next], rv);
-                engine.handle(&Change::Pod(pods[next].clone()));
+                engine.handle(Change::Pod(pods[next].clone()));
             }
             drain(&engine, &sink);
         })

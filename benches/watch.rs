@@ -172,10 +172,10 @@ fn pod_event(c: &mut Criterion) {
         Arc::new(VirtualClock::new()) as Arc<dyn Clock>,
     );
     for i in 0..SERVICES {
-        engine.handle(&Change::Service(service(i)));
+        engine.handle(Change::Service(service(i)));
     }
     let apply = |bytes: &[u8]| match pod_from_watched(&decode(bytes)) {
-        Ok(pod) => engine.handle(&Change::Pod(pod)),
+        Ok(pod) => engine.handle(Change::Pod(pod)),
         Err(e) => panic!("converting a pod: {e}"),
     };
     events.iter().for_each(|e| apply(e));
@@ -343,12 +343,12 @@ fn memory_index_real_shaped(c: &mut Criterion) {
                     Arc::new(VirtualClock::new()) as Arc<dyn Clock>,
                 );
                 for i in 0..REAL_SERVICES {
-                    engine.handle(&Change::Service(service(i)));
+                    engine.handle(Change::Service(service(i)));
                 }
                 let services_bytes = live() - before;
                 for bytes in &events {
                     match pod_from_watched(&decode::<WatchedPod>(bytes)) {
-                        Ok(pod) => engine.handle(&Change::Pod(pod)),
+                        Ok(pod) => engine.handle(Change::Pod(pod)),
                         Err(e) => panic!("converting a pod: {e}"),
                     }
                 }

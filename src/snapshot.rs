@@ -184,13 +184,13 @@ impl Snapshot {
     /// server's, as it stores them ([`load_stored`]).
     pub fn load_cluster_into(&self, engine: &Engine) {
         for node in &self.nodes {
-            engine.handle(&Change::Node(node.clone()));
+            engine.handle(Change::Node(node.clone()));
         }
         for service in &self.services {
-            engine.handle(&Change::Service(service.clone()));
+            engine.handle(Change::Service(service.clone()));
         }
         for pod in &self.pods {
-            engine.handle(&Change::Pod(pod.clone()));
+            engine.handle(Change::Pod(pod.clone()));
         }
     }
 }
@@ -199,7 +199,7 @@ impl Snapshot {
 /// first lists deliver them.
 pub fn load_stored(engine: &Engine, objects: impl IntoIterator<Item = Object>) {
     for object in objects {
-        engine.handle(&match object {
+        engine.handle(match object {
             Object::EndpointSlice(slice) => Change::EndpointSlice(slice),
             Object::Endpoints(endpoints) => Change::Endpoints(endpoints),
         });

@@ -21,7 +21,7 @@ use parking_lot::{Mutex, RwLock};
 use crate::change::Change;
 use crate::controllers::Controllers;
 use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
-use crate::model::{EndpointSlice, Meta, Name, Node, compare_resource_versions};
+use crate::model::{EndpointSlice, Meta, Name, Node, Pod, Service, compare_resource_versions};
 use crate::queue::{Clock, QueueMetrics, WorkQueue};
 use crate::reconcile::{Event, Options};
 use crate::tracker;
@@ -300,18 +300,16 @@ impl Engine {
     }
 
     /// Takes in one change as a watch delivers it, and queues the services it concerns, with
-    /// upstream's rules and delays.
-    pub fn handle(&self, change: &Change) {
+    /// upstream's rules and delays. The Pod or Service it carries moves into the index, uncopied.
+    pub fn handle(&self, change: Change) {
         self.stats.lock().changes += 1;
-        match change {
-            Change::Service(service) => {
-                let key = ServiceKey::of(service);
-                let old = self.index.services().apply(service.clone());
-                if let Some(controller) = &self.mirroring {
-                    controller.service_changed(&key, old.as_deref(), Some(service));
-                }
-                self.service_changed(key);
-            }
+        let change = match change {
+            Change::Pod(pod) => return self.pod_applied(Arc::new(pod)),
+            Change::Service(service) => return self.service_applied(Arc::new(service)),
+            other => other,
+        };
+        match &change {
+            Change::Pod(_) | Change::Service(_) => {}
             Change::ServiceDeleted { namespace, name } => {
                 let old = self.index.services().delete(namespace, name);
                 let key = ServiceKey::new(namespace, name);
@@ -319,16 +317,6 @@ impl Engine {
                     controller.service_changed(&key, old.as_deref(), None);
                 }
                 self.service_changed(key);
-            }
-            Change::Pod(pod) => {
-                let (old, projection) = self.index.pods().apply_projected(pod.clone());
-                match (projection, old) {
-                    (Some(projection), _) => self.queue_for_projection(&projection, &pod.meta.name),
-                    // Upstream queues nothing, but its next full sync reads the pod as it is
-                    // now: the incremental state must know it changed.
-                    (None, Some(old)) if reads_differ(&old, pod) => self.pod_changed_unqueued(pod),
-                    (None, _) => {}
-                }
             }
             Change::PodDeleted { namespace, name } => {
                 if let Some(old) = self.index.pods().delete(namespace, name)
@@ -391,6 +379,26 @@ impl Engine {
             } => self.endpoints_deleted(namespace, name, uid, Origin::Watch),
             // Namespaces matter to the API server: creates into a terminating one fail.
             Change::Namespace(_) | Change::NamespaceDeleted { .. } => {}
+        }
+    }
+
+    fn service_applied(&self, service: Arc<Service>) {
+        let key = ServiceKey::of(&service);
+        let old = self.index.services().apply(Arc::clone(&service));
+        if let Some(controller) = &self.mirroring {
+            controller.service_changed(&key, old.as_deref(), Some(&service));
+        }
+        self.service_changed(key);
+    }
+
+    fn pod_applied(&self, pod: Arc<Pod>) {
+        let (old, projection) = self.index.pods().apply_projected(Arc::clone(&pod));
+        match (projection, old) {
+            (Some(projection), _) => self.queue_for_projection(&projection, &pod.meta.name),
+            // Upstream queues nothing, but its next full sync reads the pod as it is now: the
+            // incremental state must know it changed.
+            (None, Some(old)) if reads_differ(&old, &pod) => self.pod_changed_unqueued(&pod),
+            (None, _) => {}
         }
     }
 
@@ -664,7 +672,7 @@ impl Engine {
             match (&w.verb, &w.object) {
                 (Verb::Delete, object) => deleted(object),
                 (_, Object::EndpointSlice(s)) => self.slice_stored(Arc::clone(s), Origin::OwnWrite),
-                (_, Object::Endpoints(e)) => self.handle(&Change::Endpoints(Arc::clone(e))),
+                (_, Object::Endpoints(e)) => self.handle(Change::Endpoints(Arc::clone(e))),
             }
         }
         for object in &record.gone {

@@ -59,7 +59,7 @@ impl Engine {
         // In order: the same relist queues the same way on every run.
         gone.sort_unstable();
         for (namespace, name) in &gone {
-            self.handle(&Change::deleted(kind, namespace.clone(), name.clone()));
+            self.handle(Change::deleted(kind, namespace.clone(), name.clone()));
         }
         gone.len()
     }
@@ -129,14 +129,14 @@ mod tests {
                 .map(|e| e.meta.uid.to_string())
         };
 
-        engine.handle(&endpoints("new"));
-        engine.handle(&deleted("old"));
+        engine.handle(endpoints("new"));
+        engine.handle(deleted("old"));
         assert_eq!(held(&engine).as_deref(), Some("new"));
         // Its own deletion, or one whose object is unknown (a relist), removes it.
-        engine.handle(&deleted("new"));
+        engine.handle(deleted("new"));
         assert_eq!(held(&engine), None);
-        engine.handle(&endpoints("newer"));
-        engine.handle(&deleted(""));
+        engine.handle(endpoints("newer"));
+        engine.handle(deleted(""));
         assert_eq!(held(&engine), None);
     }
 
@@ -164,7 +164,7 @@ mod tests {
             panic!("the memory sink refused a create");
         };
         let late = Change::Endpoints(Arc::clone(&created));
-        engine.handle(&late);
+        engine.handle(late.clone());
         sink.take_writes();
 
         // Its Service is gone: the start-up check deletes it.
@@ -184,10 +184,10 @@ mod tests {
             .collect();
         assert_eq!(deletes, [(Verb::Delete, Kind::Endpoints)]);
 
-        engine.handle(&late);
+        engine.handle(late.clone());
         let again = endpoints_syncs(engine.sync_ready(&sink));
         assert!(again.is_empty(), "synced again: {again:?}");
-        engine.handle(&deleted(&created.meta.uid.to_string()));
+        engine.handle(deleted(&created.meta.uid.to_string()));
         assert_eq!(
             engine.stored_endpoints(&ServiceKey::new("default", "web")),
             None

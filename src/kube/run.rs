@@ -502,7 +502,7 @@ impl EngineLoop {
                 if self.dry_run.is_some() {
                     self.touch(&change);
                 }
-                self.engine.handle(&change);
+                self.engine.handle(change);
             }
             Input::Listed { kind, seen } => {
                 self.relisted |= self.dry_run.is_some() && seen.is_some();

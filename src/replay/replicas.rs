@@ -122,7 +122,7 @@ impl Replicas {
 
     /// An event the API server sent at `now`, into every process's watch; without faults, taken
     /// in at once.
-    pub fn send(&mut self, now: Duration, change: &Change, counts: &mut FaultCounts) {
+    pub fn send(&mut self, now: Duration, change: Change, counts: &mut FaultCounts) {
         if !self.faulty {
             self.leader.engine.handle(change);
             return;
@@ -138,7 +138,7 @@ impl Replicas {
     pub fn deliver_due(&mut self, now: Duration) {
         for replica in self.replicas_mut() {
             for change in replica.watches.take_due(now) {
-                replica.engine.handle(&change);
+                replica.engine.handle(change);
             }
         }
     }
@@ -198,7 +198,7 @@ impl Replicas {
         let replica = self.replica();
         for kind in ChangeKind::ALL {
             for change in world.list(kind, sink) {
-                replica.engine.handle(&change);
+                replica.engine.handle(change);
             }
         }
         replica.engine.start();
@@ -241,7 +241,7 @@ impl Replicas {
 fn relist(engine: &Engine, kind: ChangeKind, world: &World, sink: &MemorySink) {
     let listed = world.list(kind, sink);
     let keys: HashSet<(Name, Name)> = listed.iter().map(key_of).collect();
-    for change in &listed {
+    for change in listed {
         engine.handle(change);
     }
     engine.relisted(kind, &keys);

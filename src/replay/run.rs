@@ -158,7 +158,7 @@ pub fn replay_with_progress(
         let before = next;
         while next < order.len() && order[next].at <= now {
             let applied = world.apply(&order[next].happening, now, &sink);
-            for change in &applied.events {
+            for change in applied.events {
                 replicas.send(now, change, &mut faults.counts);
             }
             for (namespace, uid) in applied.garbage {
@@ -166,7 +166,7 @@ pub fn replay_with_progress(
                     faults.collect_garbage_of(now, namespace, uid);
                 } else {
                     for change in collect_garbage(&namespace, &uid, &sink) {
-                        replicas.send(now, &change, &mut faults.counts);
+                        replicas.send(now, change, &mut faults.counts);
                     }
                 }
             }
@@ -176,7 +176,7 @@ pub fn replay_with_progress(
             progress(next, order.len());
         }
         for change in faults.collect_due_garbage(now, &sink) {
-            replicas.send(now, &change, &mut faults.counts);
+            replicas.send(now, change, &mut faults.counts);
         }
         for fault in faults.take_due(now) {
             inject(fault, now, &mut faults, &mut replicas, &mut world, &sink);
@@ -212,7 +212,7 @@ pub fn replay_with_progress(
             }
             if let Some(faulty) = &faulty {
                 for change in faulty.take_echoes() {
-                    replicas.send(now, &change, &mut faults.counts);
+                    replicas.send(now, change, &mut faults.counts);
                 }
                 took += faulty.take_time();
                 for (verb, namespace, name) in faulty.take_endpoints_writes() {
@@ -306,13 +306,13 @@ fn inject(
                 world.service_selects(&e.meta.namespace, &e.meta.name) == Some(true)
             };
             for change in faults.act(sink, &managed) {
-                replicas.send(now, &change, &mut faults.counts);
+                replicas.send(now, change, &mut faults.counts);
             }
         }
         Scheduled::RecreateService(pick) => {
             if let Some(applied) = world.recreate_service(pick, now, sink) {
                 faults.counts.services_recreated += 1;
-                for change in &applied.events {
+                for change in applied.events {
                     replicas.send(now, change, &mut faults.counts);
                 }
                 for (namespace, uid) in applied.garbage {

@@ -130,11 +130,11 @@ fn endpointslice_syncs_match_the_writes_and_the_slices() {
     let metrics = Metrics::new();
     let scenario = sim::single_service(250);
     for node in scenario.nodes.values() {
-        engine.handle(&Change::Node(node.clone()));
+        engine.handle(Change::Node(node.clone()));
     }
-    engine.handle(&Change::Service(scenario.service.clone()));
+    engine.handle(Change::Service(scenario.service.clone()));
     for pod in &scenario.pods {
-        engine.handle(&Change::Pod(pod.clone()));
+        engine.handle(Change::Pod(pod.clone()));
     }
 
     metrics.set_resident_bytes(250 * 1000);
@@ -254,7 +254,7 @@ fn endpointslice_syncs_match_the_writes_and_the_slices() {
 
     // 100 pods go: endpoints leave their slices, which stay; one slice fewer would do.
     for pod in &scenario.pods[..100] {
-        engine.handle(&Change::PodDeleted {
+        engine.handle(Change::PodDeleted {
             namespace: pod.meta.namespace.clone(),
             name: pod.meta.name.clone(),
         });
@@ -298,7 +298,7 @@ fn endpointslice_syncs_match_the_writes_and_the_slices() {
     assert_eq!(value(&text, r#"sliced_index_objects{kind="pods"}"#), 150.0);
 
     // The service goes: its entry leaves the cache.
-    engine.handle(&Change::ServiceDeleted {
+    engine.handle(Change::ServiceDeleted {
         namespace: intern("default"),
         name: intern("web"),
     });
@@ -373,9 +373,9 @@ fn mirroring_syncs_fill_the_mirroring_metrics() {
     let engine = engine(Controllers::ALL);
     let sink = MemorySink::new(7);
     let metrics = Metrics::new();
-    engine.handle(&Change::Service(mirrored_service()));
+    engine.handle(Change::Service(mirrored_service()));
     let endpoints = Arc::new(custom_endpoints(&["10.1.0.1", "10.1.0.2", "not-an-ip"]));
-    engine.handle(&Change::Endpoints(Arc::clone(&endpoints)));
+    engine.handle(Change::Endpoints(Arc::clone(&endpoints)));
     let writes = drain(&engine, &sink, &metrics);
     assert!(writes.contains(&(Verb::Create, Kind::EndpointSlice)));
     let text = scrape(&engine, &metrics);
@@ -413,7 +413,7 @@ fn mirroring_syncs_fill_the_mirroring_metrics() {
     changed.subsets[0]
         .not_ready_addresses
         .push(endpoints.subsets[0].addresses[1].clone());
-    engine.handle(&Change::Endpoints(Arc::new(changed)));
+    engine.handle(Change::Endpoints(Arc::new(changed)));
     drain(&engine, &sink, &metrics);
     let text = scrape(&engine, &metrics);
     assert_eq!(
@@ -430,7 +430,7 @@ fn mirroring_syncs_fill_the_mirroring_metrics() {
     );
 
     // The Endpoints goes: no longer mirrored, its entry leaves the cache.
-    engine.handle(&Change::EndpointsDeleted {
+    engine.handle(Change::EndpointsDeleted {
         namespace: intern("default"),
         name: intern("ext"),
         uid: Default::default(),

@@ -58,7 +58,7 @@ fn run_trace(
             clock.set(step.at);
         }
         if let Some(change) = step.as_change() {
-            engine.handle(change);
+            engine.handle(change.clone());
         }
         drain(&engine);
     }

@@ -64,7 +64,7 @@ impl Side {
     }
 
     fn handle(&self, change: Change) {
-        self.engine.handle(&change);
+        self.engine.handle(change);
     }
 
     fn slices(&self) -> Vec<Arc<EndpointSlice>> {

@@ -100,12 +100,12 @@ fn a_late_watch_event_of_a_replaced_version_is_not_taken() {
     };
     let side = Side::new();
     for node in &snapshot.nodes {
-        side.engine.handle(&Change::Node(node.clone()));
+        side.engine.handle(Change::Node(node.clone()));
     }
     side.engine
-        .handle(&Change::Service(scenario.service.clone()));
+        .handle(Change::Service(scenario.service.clone()));
     for pod in &snapshot.pods {
-        side.engine.handle(&Change::Pod(pod.clone()));
+        side.engine.handle(Change::Pod(pod.clone()));
     }
     side.drain();
     let first_versions = side.watch_events();
@@ -116,10 +116,10 @@ fn a_late_watch_event_of_a_replaced_version_is_not_taken() {
     for ordinal in 1..=4 {
         let pod = new_pod(&scenario.pods[0], ordinal);
         snapshot.pods.push(pod.clone());
-        side.engine.handle(&Change::Pod(pod));
+        side.engine.handle(Change::Pod(pod));
         side.drain();
         for late in &first_versions {
-            side.engine.handle(late);
+            side.engine.handle(late.clone());
         }
         side.drain();
     }

@@ -90,7 +90,7 @@ fn a_standby_taking_over_writes_only_what_changed() {
     drain(&leader, &sink);
     // The standby sees the leader's writes come back through its watch.
     for object in sink.objects() {
-        standby.handle(&match object {
+        standby.handle(match object {
             Object::EndpointSlice(s) => Change::EndpointSlice(s),
             Object::Endpoints(e) => Change::Endpoints(e),
         });
@@ -103,7 +103,7 @@ fn a_standby_taking_over_writes_only_what_changed() {
     pod.ready = false;
     pod.meta
         .set_resource_version(sliced::model::ResourceVersion::new("999999"));
-    standby.handle(&Change::Pod(pod));
+    standby.handle(Change::Pod(pod));
     let (_, writes) = drain(&standby, &sink);
     assert_eq!(writes, 2);
 }

@@ -58,14 +58,14 @@ fn index_holds_real_pods_in_a_fraction_of_a_reflector_store() {
     );
     for i in 0..SERVICES {
         match service_from_k8s(&service(i)) {
-            Ok(svc) => engine.handle(&Change::Service(svc)),
+            Ok(svc) => engine.handle(Change::Service(svc)),
             Err(e) => panic!("converting a service: {e}"),
         }
     }
     let services_bytes = live() - before;
     for bytes in &events {
         match pod_from_watched(&decode::<WatchedPod>(bytes)) {
-            Ok(pod) => engine.handle(&Change::Pod(pod)),
+            Ok(pod) => engine.handle(Change::Pod(pod)),
             Err(e) => panic!("converting a pod: {e}"),
         }
     }
