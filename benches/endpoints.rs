@@ -85,5 +85,13 @@ fn bench_endpoints(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_endpoints);
+criterion_group! {
+    name = benches;
+    // What the binary ships with.
+    config = {
+        sliced::allocator::return_freed_pages_at_once();
+        Criterion::default()
+    };
+    targets = bench_endpoints
+}
 criterion_main!(benches);

@@ -213,11 +213,13 @@ fn steady_churn(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(
-    benches,
-    one_pod_ready,
-    steady_churn,
-    cold_start_150k,
-    cold_start_1m
-);
+criterion_group! {
+    name = benches;
+    // What the binary ships with.
+    config = {
+        sliced::allocator::return_freed_pages_at_once();
+        Criterion::default()
+    };
+    targets = one_pod_ready, steady_churn, cold_start_150k, cold_start_1m
+}
 criterion_main!(benches);

@@ -238,5 +238,13 @@ fn bench_incremental(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_incremental);
+criterion_group! {
+    name = benches;
+    // What the binary ships with.
+    config = {
+        sliced::allocator::return_freed_pages_at_once();
+        Criterion::default()
+    };
+    targets = bench_incremental
+}
 criterion_main!(benches);

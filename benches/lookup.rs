@@ -88,5 +88,13 @@ fn lookup(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, lookup);
+criterion_group! {
+    name = benches;
+    // What the binary ships with.
+    config = {
+        sliced::allocator::return_freed_pages_at_once();
+        Criterion::default()
+    };
+    targets = lookup
+}
 criterion_main!(benches);

@@ -140,5 +140,13 @@ fn bench_many_services(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_reconcile, bench_many_services);
+criterion_group! {
+    name = benches;
+    // What the binary ships with.
+    config = {
+        sliced::allocator::return_freed_pages_at_once();
+        Criterion::default()
+    };
+    targets = bench_reconcile, bench_many_services
+}
 criterion_main!(benches);

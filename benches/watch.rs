@@ -569,12 +569,13 @@ fn run_pod_ready(c: &mut Criterion) {
     }
 }
 
-criterion_group!(
-    benches,
-    pod_event,
-    memory_index_synthetic,
-    memory_index_real_shaped,
-    memory_run_watch_caches,
-    run_pod_ready
-);
+criterion_group! {
+    name = benches;
+    // What the binary ships with.
+    config = {
+        sliced::allocator::return_freed_pages_at_once();
+        Criterion::default()
+    };
+    targets = pod_event, memory_index_synthetic, memory_index_real_shaped, memory_run_watch_caches, run_pod_ready
+}
 criterion_main!(benches);

@@ -5,6 +5,7 @@
 //! the wall). `kube` is the thin adapter, the only module that knows Kubernetes API types and the
 //! network; it also reads cluster dumps and traces from files.
 
+pub mod allocator;
 pub mod change;
 pub mod controllers;
 pub mod duration;

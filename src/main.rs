@@ -29,6 +29,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
+    sliced::allocator::return_freed_pages_at_once();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Reconcile(args) => cli::reconcile::run(args),

@@ -5,6 +5,8 @@
 //! A global allocator (`counting_alloc`) counts the live heap bytes of the whole process, every
 //! thread's. So no other test may live in this binary, and the tests here run one at a time: each
 //! holds the lock `alone` gives for its whole run, from before its first allocation to its end.
+//! Taking the lock sets the allocator as the `sliced` binary sets it, so resident figures are the
+//! shipped binary's.
 
 #[path = "../support/counting_alloc.rs"]
 mod counting_alloc;
@@ -28,10 +30,14 @@ static ALONE: Mutex<()> = Mutex::const_new(());
 
 /// The process to this test alone, for a test on a thread of its own (not inside a runtime).
 fn alone() -> MutexGuard<'static, ()> {
-    ALONE.blocking_lock()
+    let guard = ALONE.blocking_lock();
+    sliced::allocator::return_freed_pages_at_once();
+    guard
 }
 
 /// The process to this test alone, for a test in a tokio runtime.
 async fn alone_async() -> MutexGuard<'static, ()> {
-    ALONE.lock().await
+    let guard = ALONE.lock().await;
+    sliced::allocator::return_freed_pages_at_once();
+    guard
 }
