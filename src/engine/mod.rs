@@ -11,12 +11,11 @@ mod slice_metrics;
 mod slices;
 mod sync;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use crate::change::Change;
 use crate::controllers::Controllers;
@@ -177,13 +176,9 @@ fn same_content(old: &EndpointSlice, new: &EndpointSlice) -> bool {
             && old.endpoints == new.endpoints)
 }
 
-/// Nodes by name, replaced whole when one changes in a way that matters.
-type NodeMap = HashMap<Name, Node, ahash::RandomState>;
-
 /// What every controller's sync reads of the cluster, beside its own state.
 struct Cluster<'a> {
     index: &'a Index,
-    nodes: &'a RwLock<Arc<NodeMap>>,
     options: &'a EngineOptions,
     stats: &'a Mutex<EngineStats>,
 }
@@ -199,7 +194,6 @@ pub struct Engine {
     mirroring: Option<mirroring::MirroringController>,
     /// Every Endpoints object, for both.
     endpoints_store: endpoints::EndpointsStore,
-    nodes: RwLock<Arc<NodeMap>>,
     index: Index,
     clock: Arc<dyn Clock>,
     pool: Option<rayon::ThreadPool>,
@@ -233,7 +227,6 @@ impl Engine {
             endpoints_store: endpoints::EndpointsStore::default(),
             options,
             index: Index::new(),
-            nodes: RwLock::new(Arc::new(NodeMap::default())),
             clock,
             pool,
             events: Mutex::new(Vec::new()),
@@ -245,7 +238,6 @@ impl Engine {
     fn cluster(&self) -> Cluster<'_> {
         Cluster {
             index: &self.index,
-            nodes: &self.nodes,
             options: &self.options,
             stats: &self.stats,
         }
@@ -283,7 +275,7 @@ impl Engine {
         ObjectCounts {
             services: self.index.services().len(),
             pods: self.index.pods().len(),
-            nodes: self.nodes.read().len(),
+            nodes: self.index.nodes().len(),
             endpoint_slices: self.index.slices().len()
                 + self.mirroring.as_ref().map_or(0, |c| c.slices.len()),
             endpoints: self.endpoints_store.len(),
@@ -306,10 +298,11 @@ impl Engine {
         let change = match change {
             Change::Pod(pod) => return self.pod_applied(Arc::new(pod)),
             Change::Service(service) => return self.service_applied(Arc::new(service)),
+            Change::Node(node) => return self.node_applied(Arc::new(node)),
             other => other,
         };
         match &change {
-            Change::Pod(_) | Change::Service(_) => {}
+            Change::Pod(_) | Change::Service(_) | Change::Node(_) => {}
             Change::ServiceDeleted { namespace, name } => {
                 let old = self.index.services().delete(namespace, name);
                 let key = ServiceKey::new(namespace, name);
@@ -325,30 +318,8 @@ impl Engine {
                     self.queue_for_projection(&projection, name);
                 }
             }
-            Change::Node(node) => {
-                // Heartbeats change nothing kept here: only a real change touches the map.
-                let changed = self.nodes.read().get(&node.name) != Some(node);
-                if changed {
-                    // In place unless a sync holds the map: loading N nodes is O(N), not O(N²).
-                    let old = Arc::make_mut(&mut self.nodes.write())
-                        .insert(node.name.clone(), node.clone());
-                    // An endpoint reads only a node's existence and zone; readiness and CPU
-                    // matter to hints, whose services always sync in full.
-                    if old.as_ref().is_none_or(|old| old.zone() != node.zone()) {
-                        self.endpointslice.changes.node_changed(&node.name);
-                    }
-                    if old.is_none_or(|old| old.ready != node.ready || old.zone() != node.zone()) {
-                        self.endpointslice
-                            .topology_dirty
-                            .store(true, Ordering::Release);
-                    }
-                }
-            }
             Change::NodeDeleted { name } => {
-                if Arc::make_mut(&mut self.nodes.write())
-                    .remove(name)
-                    .is_some()
-                {
+                if self.index.nodes().delete(name).is_some() {
                     self.endpointslice.changes.node_changed(name);
                     self.endpointslice
                         .topology_dirty
@@ -379,6 +350,24 @@ impl Engine {
             } => self.endpoints_deleted(namespace, name, uid, Origin::Watch),
             // Namespaces matter to the API server: creates into a terminating one fail.
             Change::Namespace(_) | Change::NamespaceDeleted { .. } => {}
+        }
+    }
+
+    fn node_applied(&self, node: Arc<Node>) {
+        let old = self.index.nodes().apply(Arc::clone(&node));
+        // A heartbeat changes nothing kept: the store keeps the node it had.
+        if old.as_ref().is_some_and(|old| **old == *node) {
+            return;
+        }
+        // An endpoint reads only a node's existence and zone; readiness and CPU matter to hints,
+        // whose services always sync in full.
+        if old.as_ref().is_none_or(|old| old.zone() != node.zone()) {
+            self.endpointslice.changes.node_changed(&node.name);
+        }
+        if old.is_none_or(|old| old.ready != node.ready || old.zone() != node.zone()) {
+            self.endpointslice
+                .topology_dirty
+                .store(true, Ordering::Release);
         }
     }
 
@@ -525,10 +514,10 @@ impl Engine {
         {
             return;
         }
-        let nodes = Arc::clone(&self.nodes.read());
+        let nodes = self.index.nodes().snapshot();
         let overloaded = {
             let mut topology = self.endpointslice.topology.write();
-            topology.set_nodes(nodes.values());
+            topology.set_nodes(nodes.values().map(|node| &**node));
             topology.overloaded_services()
         };
         for key in overloaded {

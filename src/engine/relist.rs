@@ -24,10 +24,11 @@ impl Engine {
                 .collect(),
             ChangeKind::Pod => self.index.pods().keys(),
             ChangeKind::Node => self
-                .nodes
-                .read()
-                .keys()
-                .map(|name| (Name::default(), name.clone()))
+                .index
+                .nodes()
+                .names()
+                .into_iter()
+                .map(|name| (Name::default(), name))
                 .collect(),
             // Namespaces are not kept.
             ChangeKind::Namespace => Vec::new(),

@@ -140,7 +140,7 @@ impl EndpointSliceController {
         slices: &[&EndpointSlice],
         trigger_time: impl FnOnce(&[&Pod]) -> Option<crate::model::Timestamp>,
     ) -> Plan {
-        let nodes = cx.nodes.read().clone();
+        let nodes = cx.index.nodes().snapshot();
         let topology = self.topology.read();
         // The members are borrowed under the namespace's read lock, not cloned.
         cx.index.with_members(key, |pods| {
@@ -210,7 +210,7 @@ impl EndpointSliceController {
             let t = types.iter().position(|t| t == at)?;
             located[c * types.len() + t]
         };
-        let nodes = cx.nodes.read().clone();
+        let nodes = cx.index.nodes().snapshot();
         let topology = self.topology.read();
         let mut plan = reconcile_incremental(&IncrementalInput {
             service,

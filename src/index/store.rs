@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use dashmap::DashMap;
+use parking_lot::RwLock;
 
-use super::set::{Map, Seeded};
+use super::set::Map;
 use crate::model::{Name, Node};
 
 /// What a full relist changed: the events a watch would have delivered had it not been broken.
@@ -32,10 +32,15 @@ impl<T> Relist<T> {
     }
 }
 
-/// Nodes by name.
+/// Nodes by name, as a sync reads them: one snapshot for the whole sync.
+pub(crate) type NodeMap = Map<Name, Arc<Node>>;
+
+/// Nodes by name, copy-on-write: a sync takes a snapshot (an `Arc` of the map) and reads it
+/// without a lock; a change copies the map only while some sync still holds a snapshot, so loading
+/// N nodes is O(N), not O(N²).
 #[derive(Debug, Default)]
 pub struct NodeStore {
-    nodes: DashMap<Name, Arc<Node>, Seeded>,
+    nodes: RwLock<Arc<NodeMap>>,
 }
 
 impl NodeStore {
@@ -43,29 +48,48 @@ impl NodeStore {
         NodeStore::default()
     }
 
-    /// Stores `node`, returning the version it replaces.
+    /// Stores `node`, returning the version it replaces. A node equal to the one stored (a
+    /// heartbeat: nothing kept here moved) leaves the map untouched.
     pub fn apply(&self, node: impl Into<Arc<Node>>) -> Option<Arc<Node>> {
         let node = node.into();
-        self.nodes.insert(node.name.clone(), node)
+        if let Some(old) = self.nodes.read().get(&node.name)
+            && **old == *node
+        {
+            return Some(Arc::clone(old));
+        }
+        Arc::make_mut(&mut self.nodes.write()).insert(node.name.clone(), node)
     }
 
     pub fn delete(&self, name: &str) -> Option<Arc<Node>> {
-        self.nodes.remove(name).map(|(_, n)| n)
+        if !self.nodes.read().contains_key(name) {
+            return None;
+        }
+        Arc::make_mut(&mut self.nodes.write()).remove(name)
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<Node>> {
-        self.nodes.get(name).map(|n| n.clone())
+        self.nodes.read().get(name).cloned()
+    }
+
+    /// The nodes as they are now, for one sync to read.
+    pub(crate) fn snapshot(&self) -> Arc<NodeMap> {
+        Arc::clone(&self.nodes.read())
+    }
+
+    /// Every node's name.
+    pub fn names(&self) -> Vec<Name> {
+        self.nodes.read().keys().cloned().collect()
     }
 
     /// Every node, in name order.
     pub fn list(&self) -> Vec<Arc<Node>> {
-        let mut out: Vec<Arc<Node>> = self.nodes.iter().map(|e| e.value().clone()).collect();
+        let mut out: Vec<Arc<Node>> = self.nodes.read().values().cloned().collect();
         out.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         out
     }
 
     /// Replaces every node with `nodes` (a later duplicate wins). Both lists of the result are in
-    /// name order. Readers may see part of the change before the whole of it.
+    /// name order.
     pub fn reset<I>(&self, nodes: I) -> Relist<Node>
     where
         I: IntoIterator,
@@ -77,34 +101,36 @@ impl NodeStore {
             incoming.insert(node.name.clone(), node);
         }
         let mut out = Relist::default();
-        let gone: Vec<Name> = self
-            .nodes
-            .iter()
-            .filter(|e| !incoming.contains_key(e.key()))
-            .map(|e| e.key().clone())
+        let mut guard = self.nodes.write();
+        let stored = Arc::make_mut(&mut guard);
+        let gone: Vec<Name> = stored
+            .keys()
+            .filter(|name| !incoming.contains_key(*name))
+            .cloned()
             .collect();
         for name in gone {
-            if let Some((_, node)) = self.nodes.remove(&name) {
+            if let Some(node) = stored.remove(&name) {
                 out.deleted.push(node);
             }
         }
         for node in incoming.into_values() {
-            let unchanged = self.nodes.get(&node.name).is_some_and(|old| **old == *node);
+            let unchanged = stored.get(&node.name).is_some_and(|old| **old == *node);
             if !unchanged {
-                let old = self.nodes.insert(node.name.clone(), node.clone());
+                let old = stored.insert(node.name.clone(), Arc::clone(&node));
                 out.applied.push((old, node));
             }
         }
+        drop(guard);
         out.deleted.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         out.applied.sort_unstable_by(|a, b| a.1.name.cmp(&b.1.name));
         out
     }
 
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.nodes.read().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.nodes.read().is_empty()
     }
 }

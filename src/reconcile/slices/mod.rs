@@ -34,6 +34,12 @@ impl<S: BuildHasher + Sync> NodeLookup for HashMap<Name, Node, S> {
     }
 }
 
+impl<S: BuildHasher + Sync> NodeLookup for hashbrown::HashMap<Name, std::sync::Arc<Node>, S> {
+    fn node(&self, name: &str) -> Option<&Node> {
+        self.get(name).map(|node| &**node)
+    }
+}
+
 /// Everything one sync of one service reads.
 pub struct SyncInput<'a> {
     pub service: &'a Service,
