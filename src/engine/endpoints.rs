@@ -10,8 +10,8 @@ use dashmap::DashMap;
 
 use super::incremental::ChangeLog;
 use super::record::{SyncOutcome, SyncRecord};
-use crate::index::{Index, ServiceKey};
-use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp, keys};
+use crate::index::{EndpointsStore, Index, ServiceKey};
+use crate::model::{Name, Pod, Service, ServiceType, Timestamp, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::Event;
 use crate::reconcile::endpoints::{self, ANNOTATION_LEADER, EndpointsInput, EndpointsPlan};
@@ -21,63 +21,6 @@ use crate::tracker::TriggerTimeTracker;
 
 /// The controller name in sync records.
 pub const ENDPOINTS_CONTROLLER: &str = "endpoints";
-
-/// Every Endpoints object the watch delivered, the controller's own and custom ones: read by the
-/// Endpoints and the mirroring controllers.
-#[derive(Default)]
-pub(super) struct EndpointsStore(DashMap<ServiceKey, Arc<Endpoints>, RandomState>);
-
-impl EndpointsStore {
-    pub fn get(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {
-        self.0.get(key).map(|e| Arc::clone(&e))
-    }
-
-    /// Stores `endpoints` unless `older` says it is older than the version held. Returns `None`
-    /// when not stored, else the version it replaces.
-    pub fn insert_unless(
-        &self,
-        endpoints: Arc<Endpoints>,
-        older: impl FnOnce(&Endpoints, &Endpoints) -> bool,
-    ) -> Option<Option<Arc<Endpoints>>> {
-        use dashmap::mapref::entry::Entry;
-        let key = ServiceKey::new(&endpoints.meta.namespace, &endpoints.meta.name);
-        match self.0.entry(key) {
-            Entry::Occupied(held) if older(&endpoints, held.get()) => None,
-            Entry::Occupied(mut held) => Some(Some(held.insert(endpoints))),
-            Entry::Vacant(slot) => {
-                slot.insert(endpoints);
-                Some(None)
-            }
-        }
-    }
-
-    pub fn remove(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {
-        self.0.remove(key).map(|(_, e)| e)
-    }
-
-    /// Every key, sorted: queues fill in the same order on every run.
-    pub fn keys(&self) -> Vec<ServiceKey> {
-        let mut keys: Vec<ServiceKey> = self.0.iter().map(|e| e.key().clone()).collect();
-        keys.sort_unstable();
-        keys
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// The keys of every object but leader-election records, sorted.
-    fn keys_but_leader_records(&self) -> Vec<ServiceKey> {
-        let mut keys: Vec<ServiceKey> = self
-            .0
-            .iter()
-            .filter(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER))
-            .map(|e| e.key().clone())
-            .collect();
-        keys.sort_unstable();
-        keys
-    }
-}
 
 const STALE_MESSAGE: &str = "endpoints informer cache is out of date";
 
@@ -137,7 +80,8 @@ impl EndpointsController {
     /// The start-up check: every Endpoints object but leader-election records is synced, so
     /// those whose service is gone get deleted.
     pub fn queue_leftovers(&self, store: &EndpointsStore) {
-        for key in store.keys_but_leader_records() {
+        // Leader-election records are not the controller's to sync.
+        for key in store.keys_where(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER)) {
             self.queue.add(key);
         }
     }

@@ -116,14 +116,14 @@ impl Engine {
         }
         if self.endpoints.is_some() {
             let mut keys = services.clone();
-            keys.extend(self.endpoints_store.keys());
+            keys.extend(self.index.endpoints().keys());
             keys.sort_unstable();
             keys.dedup();
             found.extend(keys.iter().filter_map(|k| self.check_endpoints(k)));
         }
         if let Some(controller) = &self.mirroring {
             let mut keys = services;
-            keys.extend(self.endpoints_store.keys());
+            keys.extend(self.index.endpoints().keys());
             keys.extend(
                 controller
                     .slices
@@ -212,7 +212,7 @@ impl Engine {
     }
 
     fn check_endpoints(&self, key: &ServiceKey) -> Option<Violation> {
-        let write = EndpointsController::pending_write(&self.index, &self.endpoints_store, key)?;
+        let write = EndpointsController::pending_write(&self.index, self.index.endpoints(), key)?;
         let (verb, object) = match &write {
             EndpointsWrite::Create(e) => ("create", e),
             EndpointsWrite::Update(e) => ("update", e),
@@ -234,7 +234,7 @@ impl Engine {
 
     fn check_mirroring(&self, key: &ServiceKey) -> Option<Violation> {
         let controller = self.mirroring.as_ref()?;
-        let plan = controller.pending_plan(&self.index, &self.endpoints_store, key);
+        let plan = controller.pending_plan(&self.index, self.index.endpoints(), key);
         (plan.write_count() > 0).then(|| Violation {
             controller: MIRRORING_CONTROLLER,
             service: key.clone(),

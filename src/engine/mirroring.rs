@@ -5,10 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::endpoints::EndpointsStore;
 use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
-use crate::index::{Index, ServiceKey, SliceStore};
+use crate::index::{EndpointsStore, Index, ServiceKey, SliceStore};
 use crate::model::{EndpointSlice, Endpoints, Service, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::mirroring::{self, MirrorInput, should_mirror};

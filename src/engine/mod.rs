@@ -192,8 +192,6 @@ pub struct Engine {
     endpoints: Option<endpoints::EndpointsController>,
     /// The mirroring controller, when it runs.
     mirroring: Option<mirroring::MirroringController>,
-    /// Every Endpoints object, for both.
-    endpoints_store: endpoints::EndpointsStore,
     index: Index,
     clock: Arc<dyn Clock>,
     pool: Option<rayon::ThreadPool>,
@@ -224,7 +222,6 @@ impl Engine {
             endpointslice: slices::EndpointSliceController::new(Arc::clone(&clock)),
             endpoints,
             mirroring,
-            endpoints_store: endpoints::EndpointsStore::default(),
             options,
             index: Index::new(),
             clock,
@@ -278,7 +275,7 @@ impl Engine {
             nodes: self.index.nodes().len(),
             endpoint_slices: self.index.slices().len()
                 + self.mirroring.as_ref().map_or(0, |c| c.slices.len()),
-            endpoints: self.endpoints_store.len(),
+            endpoints: self.index.endpoints().len(),
         }
     }
 
@@ -332,7 +329,8 @@ impl Engine {
             }
             Change::Endpoints(endpoints) => {
                 let Some(old) = self
-                    .endpoints_store
+                    .index
+                    .endpoints()
                     .insert_unless(Arc::clone(endpoints), |new, held| {
                         older_than(&new.meta, &held.meta)
                     })
@@ -395,14 +393,14 @@ impl Engine {
         let key = ServiceKey::new(namespace, name);
         // Our own create of a recreated Service's Endpoints can be fed back before the watch
         // delivers the old object's deletion: that deletion is of another object.
-        let newer = self.endpoints_store.get(&key).is_some_and(|held| {
+        let newer = self.index.endpoints().get(&key).is_some_and(|held| {
             !uid.is_empty() && !held.meta.uid.is_empty() && held.meta.uid != *uid
         });
         if newer {
             return;
         }
         // An informer tells of the deletion of an object it held, and of nothing else.
-        let Some(old) = self.endpoints_store.remove(&key) else {
+        let Some(old) = self.index.endpoints().remove(&key) else {
             return;
         };
         if let Some(controller) = &self.mirroring {
@@ -464,7 +462,7 @@ impl Engine {
     /// controller syncs every Endpoints object, so that those left by deleted services go.
     pub fn start(&self) {
         if let Some(controller) = &self.endpoints {
-            controller.queue_leftovers(&self.endpoints_store);
+            controller.queue_leftovers(self.index.endpoints());
         }
     }
 
@@ -482,8 +480,8 @@ impl Engine {
             }
         }
         if let Some(controller) = &self.mirroring {
-            for key in self.endpoints_store.keys() {
-                if let Some(endpoints) = self.endpoints_store.get(&key) {
+            for key in self.index.endpoints().keys() {
+                if let Some(endpoints) = self.index.endpoints().get(&key) {
                     controller.endpoints_changed(Some(&endpoints), Some(&endpoints));
                 }
             }

@@ -40,7 +40,8 @@ impl Engine {
                 keys
             }
             ChangeKind::Endpoints => self
-                .endpoints_store
+                .index
+                .endpoints()
                 .keys()
                 .into_iter()
                 .map(|k| (k.namespace, k.name))
@@ -79,7 +80,7 @@ impl Engine {
     }
 
     pub fn stored_endpoints(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {
-        self.endpoints_store.get(key)
+        self.index.endpoints().get(key)
     }
 }
 

@@ -105,7 +105,7 @@ impl Engine {
         let cx = self.cluster();
         let timed = |job: &Job| {
             let started = Instant::now();
-            let store = &self.endpoints_store;
+            let store = self.index.endpoints();
             let planned = match (job, &self.endpoints, &self.mirroring) {
                 (Job::Slices(key), _, _) => {
                     Planned::Slices(key.clone(), self.endpointslice.prepare(&cx, key))
@@ -145,8 +145,14 @@ impl Engine {
                 Planned::Endpoints(key, prepared) => match &self.endpoints {
                     Some(c) => {
                         let mut events = Vec::new();
-                        let record =
-                            c.finish(&key, prepared, sink, &self.endpoints_store, at, &mut events);
+                        let record = c.finish(
+                            &key,
+                            prepared,
+                            sink,
+                            self.index.endpoints(),
+                            at,
+                            &mut events,
+                        );
                         self.events.lock().extend(events);
                         self.observe_own_writes(&record);
                         record

@@ -9,6 +9,7 @@ use dashmap::DashMap;
 use smallvec::SmallVec;
 
 use super::ServiceKey;
+use super::endpoints::EndpointsStore;
 use super::namespace::Namespace;
 use super::projection::{PodProjection, pod_projection};
 use super::set::Seeded;
@@ -33,6 +34,7 @@ pub struct Index {
     service_count: AtomicUsize,
     nodes: NodeStore,
     slices: SliceStore,
+    endpoints: EndpointsStore,
 }
 
 impl Index {
@@ -54,6 +56,11 @@ impl Index {
 
     pub fn slices(&self) -> &SliceStore {
         &self.slices
+    }
+
+    /// Every Endpoints object, the Endpoints controller's own and others'.
+    pub fn endpoints(&self) -> &EndpointsStore {
+        &self.endpoints
     }
 
     /// The services whose selector matches `labels` in `namespace`, sorted. Costs one lookup per

@@ -1,4 +1,4 @@
-//! Lock-sharded indexes of services, pods, nodes and slices, and the selector cache.
+//! Lock-sharded indexes of services, pods, nodes, slices and Endpoints, and the selector cache.
 //!
 //! [`Index`] answers the controller's two questions without scanning: which services select a pod
 //! (one hash lookup per pod label, through the precompiled selector cache) and which pods a service
@@ -6,6 +6,7 @@
 //! pod event to what decides which services to sync, by upstream's rules. Pure: no I/O.
 
 mod cluster;
+mod endpoints;
 mod namespace;
 mod projection;
 mod selector;
@@ -16,6 +17,7 @@ mod store;
 use std::fmt;
 
 pub use cluster::{Index, Pods, ServiceKeys, Services};
+pub use endpoints::EndpointsStore;
 pub use projection::{PodProjection, pod_projection};
 pub use slices::{SliceStore, is_managed};
 pub use store::{NodeStore, Relist};
