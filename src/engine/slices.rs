@@ -75,7 +75,10 @@ impl EndpointSliceController {
             changes: ChangeLog::default(),
             locator: Locator::default(),
             topology: RwLock::new(TopologyCache::new()),
-            topology_dirty: AtomicBool::new(false),
+            // Read the nodes before the first sync, even when there are none: with no node seen,
+            // upstream's cache has no zone ratios and refuses hints for insufficient node
+            // information, not for nodes in one zone.
+            topology_dirty: AtomicBool::new(true),
         }
     }
 
