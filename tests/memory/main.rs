@@ -1,5 +1,5 @@
 //! The memory tests: the heap `sliced run` holds for its watch caches and over a long churn
-//! (`run`), the bytes the index spends per pod (`index`), and what holding real-shaped pods costs
+//! (`run`, `soak`), the bytes the index spends per pod (`index`), and what holding real-shaped pods costs
 //! against a kube-runtime reflector store (`watch`).
 //!
 //! A global allocator (`counting_alloc`) counts the live heap bytes of the whole process, every
@@ -19,8 +19,10 @@ mod run_harness;
 #[path = "../support/snapshot_reference.rs"]
 mod snapshot_reference;
 
+mod churn;
 mod index;
 mod run;
+mod soak;
 mod watch;
 
 use tokio::sync::{Mutex, MutexGuard};

@@ -64,7 +64,7 @@ fn respond(code: u16, bytes: Vec<u8>) -> Response<ResBody> {
         .expect("valid response")
 }
 
-fn error(e: &ApiError) -> Response<ResBody> {
+pub(super) fn error(e: &ApiError) -> Response<ResBody> {
     respond(e.code, serde_json::to_vec(&e.to_status()).expect("JSON"))
 }
 
@@ -322,6 +322,10 @@ impl FakeApiServer {
         let mut meta = json!({"resourceVersion": at_rv.to_string()});
         if let Some(last) = &page.more_after {
             meta["continue"] = json!(encode_continue(at_rv, last));
+        } else if r.namespace.is_empty() {
+            // A whole list, its last page: the client has every change up to `at_rv`.
+            let delivered = &state.tables[r.res].delivered;
+            delivered.fetch_max(at_rv, std::sync::atomic::Ordering::Relaxed);
         }
         let head = json!({"kind": format!("{}List", k.kind), "apiVersion": k.api_version(), "metadata": meta});
         let mut out = serde_json::to_vec(&head).expect("JSON");

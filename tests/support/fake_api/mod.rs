@@ -75,6 +75,7 @@ mod resources;
 mod selectors;
 mod status;
 mod store;
+mod tcp;
 pub mod testing;
 mod watch;
 mod writes;
@@ -377,6 +378,14 @@ impl FakeApiServer {
     /// Sends a BOOKMARK at the current rv on every watch that allows them.
     pub fn send_bookmarks(&self) {
         watch::bookmark_all(&mut self.shared.lock());
+    }
+
+    /// The newest resourceVersion of `resource` that a watch has put in its response: a client
+    /// in another process has it once the bytes cross the socket.
+    pub fn delivered(&self, resource: &str) -> u64 {
+        self.shared.lock().tables[self::resource(resource)]
+            .delivered
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn open_watches(&self) -> usize {

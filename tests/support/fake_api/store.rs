@@ -99,6 +99,9 @@ pub struct Table {
     /// The oldest rv one can still read at (etcd's compaction point).
     pub floor_rv: u64,
     pub watchers: Vec<WatcherTx>,
+    /// The newest change of this resource a client has been sent: by a watch, as it hands the
+    /// change to its response body, or by the last page of a list across namespaces.
+    pub delivered: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// etcd's key order: `ns/name` for namespaced kinds, `name` otherwise.

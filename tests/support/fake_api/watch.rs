@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::Stream;
@@ -77,6 +77,7 @@ struct Watch {
     rx: Option<mpsc::UnboundedReceiver<Msg>>,
     killed: Arc<AtomicBool>,
     wake: Arc<Notify>,
+    delivered: Arc<AtomicU64>,
     deadline: Option<Instant>,
     next_bookmark: Instant,
     done: bool,
@@ -127,6 +128,7 @@ pub fn start(
     let now = Instant::now();
     let watch = Watch {
         shared: shared.clone(),
+        delivered: state.tables[spec.res].delivered.clone(),
         deadline: spec.timeout.map(|t| now + t),
         next_bookmark: now + spec.bookmark_every,
         spec,
@@ -208,7 +210,10 @@ impl Watch {
                 let spec = &self.spec;
                 let line = match item {
                     Item::Added(obj) => spec.passes(&obj).then(|| spec.event("ADDED", &obj)),
-                    Item::Change(c) => spec.encode_change(&c),
+                    Item::Change(c) => {
+                        self.delivered.fetch_max(c.rv, Ordering::Relaxed);
+                        spec.encode_change(&c)
+                    }
                     Item::InitialEnd(rv) => Some(spec.bookmark(rv, true)),
                     Item::Error(status) => {
                         self.done = true;
@@ -238,6 +243,7 @@ impl Watch {
                 msg = rx.recv() => match msg {
                     None => return None,
                     Some(Msg::Change(c)) => {
+                        self.delivered.fetch_max(c.rv, Ordering::Relaxed);
                         if let Some(line) = self.spec.encode_change(&c) {
                             return Some(line);
                         }
