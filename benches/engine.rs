@@ -63,14 +63,8 @@ fn quiet_sink() -> MemorySink {
 
 /// Syncs until nothing is ready; returns the number of writes.
 fn drain(engine: &Engine, sink: &MemorySink) -> usize {
-    let mut writes = 0;
-    loop {
-        let records = engine.sync_ready(sink);
-        if records.is_empty() {
-            return writes;
-        }
-        writes += records.iter().map(|r| r.writes.len()).sum::<usize>();
-    }
+    let records = engine.sync_all_ready(sink);
+    records.iter().map(|r| r.writes.len()).sum()
 }
 
 fn requeue_all(engine: &Engine, snapshot: &Snapshot) {

@@ -50,6 +50,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         until: args.until,
         seed: args.seed,
         faults: args.faults,
+        resync_when_idle: false,
     };
     let result = replay(&steps, &options);
     println!(

@@ -190,6 +190,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         until: args.until,
         seed: spec.seed,
         faults,
+        resync_when_idle: false,
     };
     let bar = progress_bar(text, steps.len());
     let mut last_line = Instant::now();

@@ -63,6 +63,19 @@ impl Engine {
         self.run_jobs(jobs, sink)
     }
 
+    /// [`Engine::sync_ready`] until nothing is ready now: every record, in order. What is delayed
+    /// stays queued (see `replay::drain` to let virtual time run on to it).
+    pub fn sync_all_ready(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
+        let mut records = Vec::new();
+        loop {
+            let batch = self.sync_ready(sink);
+            if batch.is_empty() {
+                return records;
+            }
+            records.extend(batch);
+        }
+    }
+
     /// One pass of controllers that have just started (`sliced reconcile`): every ready key of
     /// every controller synced once, and failures not retried. A service's EndpointSlices and
     /// then its Endpoints, services in namespace/name order, those that no longer exist (whose

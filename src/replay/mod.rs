@@ -8,4 +8,6 @@ mod world;
 
 pub use crate::change::{Fault, Happening, Step};
 pub use faults::{FaultCounts, FaultProfile};
-pub use run::{FaultReport, ReplayOptions, ReplayResult, TimedWrite, replay, replay_with_progress};
+pub use run::{
+    FaultReport, ReplayOptions, ReplayResult, TimedWrite, drain, replay, replay_with_progress,
+};

@@ -7,7 +7,7 @@ use super::Step;
 use super::faults::{FaultCounts, FaultProfile, Faults, FaultySink, Scheduled};
 use super::replicas::Replicas;
 use super::world::{World, collect_garbage};
-use crate::engine::{EngineOptions, EngineStats, SyncRecord, Violation};
+use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord, Violation};
 use crate::index::ServiceKey;
 use crate::model::Timestamp;
 use crate::queue::{Clock, VirtualClock};
@@ -27,6 +27,10 @@ pub struct ReplayOptions {
     /// The faults injected until the last step; then a resync, and the run goes on until
     /// everything settles.
     pub faults: FaultProfile,
+    /// Once nothing is left to do, resync every service once (as the informers' periodic resync)
+    /// and run on until that settles too, as a run with faults always does: what upstream
+    /// queues nothing for (pods on a node that went) is then repaired before the end.
+    pub resync_when_idle: bool,
 }
 
 impl Default for ReplayOptions {
@@ -37,6 +41,7 @@ impl Default for ReplayOptions {
             until: None,
             seed: 0,
             faults: FaultProfile::none(),
+            resync_when_idle: false,
         }
     }
 }
@@ -237,7 +242,7 @@ pub fn replay_with_progress(
         .min();
         // After the faults, one resync (as the informers' periodic one), so that what others
         // changed without queueing a sync is repaired too; then the run settles.
-        if wake.is_none() && faulty.is_some() && !resynced {
+        if wake.is_none() && (faulty.is_some() || options.resync_when_idle) && !resynced {
             resynced = true;
             faults.counts.resyncs += 1;
             replicas.leader().resync();
@@ -284,6 +289,23 @@ pub fn replay_with_progress(
     }
     result.elapsed = started.elapsed();
     result
+}
+
+/// Syncs everything ready now and later, moving `clock` on to each delayed sync: the engine
+/// alone, with nothing else happening meanwhile. Stops short of a time the clock cannot reach.
+pub fn drain(engine: &Engine, clock: &VirtualClock, sink: &dyn Sink) -> Vec<SyncRecord> {
+    let mut records = Vec::new();
+    loop {
+        records.extend(engine.sync_all_ready(sink));
+        let Some(due) = engine.next_ready_at() else {
+            return records;
+        };
+        let to = due.max(clock.now());
+        clock.set(to);
+        if clock.now() < to {
+            return records;
+        }
+    }
 }
 
 /// Carries out one scheduled fault.

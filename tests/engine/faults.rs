@@ -61,6 +61,7 @@ pub fn run(setup: &Setup, incremental: bool) -> Run {
         until: None,
         seed: setup.spec.seed,
         faults: setup.profile.clone(),
+        ..ReplayOptions::default()
     };
     let mut result = replay(&steps, &options);
     // As the API server holds it at the end: others may have recreated Services.

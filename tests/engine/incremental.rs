@@ -2,15 +2,14 @@
 //! reconciling only what changed and one always in full, must give the same writes, in the same
 //! order, and the same slices.
 
-use std::sync::Arc;
+use std::time::Duration;
 
 use proptest::prelude::*;
 
 use sliced::change::{Change, Step};
-use sliced::engine::{Engine, EngineOptions};
-use sliced::queue::{Clock, VirtualClock};
+use sliced::engine::{EngineOptions, SyncOutcome};
+use sliced::replay::{ReplayOptions, replay};
 use sliced::sim::{self, ClusterSpec, TraceKind};
-use sliced::sink::memory::MemorySink;
 
 struct Outcome {
     writes: String,
@@ -27,6 +26,10 @@ fn run(spec: &ClusterSpec, kind: TraceKind, seed: u64, max: usize, incremental: 
     run_trace(&cluster, &trace, seed, max, incremental)
 }
 
+/// Where the trace starts: once the cold start over the cluster (every object there at time zero)
+/// has settled, as `sliced simulate` runs one.
+const TRACE_START: Duration = Duration::from_secs(60);
+
 fn run_trace(
     cluster: &sim::Cluster,
     trace: &[Step],
@@ -34,9 +37,13 @@ fn run_trace(
     max: usize,
     incremental: bool,
 ) -> Outcome {
-    let clock = Arc::new(VirtualClock::new());
-    let engine = Engine::new(
-        EngineOptions {
+    let mut steps = cluster.snapshot.as_steps();
+    steps.extend(trace.iter().map(|step| Step {
+        at: step.at + TRACE_START,
+        ..step.clone()
+    }));
+    let options = ReplayOptions {
+        engine: EngineOptions {
             incremental,
             workers: 1,
             check_invariants: true,
@@ -46,57 +53,34 @@ fn run_trace(
             },
             ..EngineOptions::default()
         },
-        clock.clone() as Arc<dyn Clock>,
-    );
-    let sink = MemorySink::new(seed);
-    cluster.snapshot.load_cluster_into(&engine);
-    let drain = |engine: &Engine| while !engine.sync_ready(&sink).is_empty() {};
-    drain(&engine);
-    let initial_syncs = engine.stats().syncs;
-    for step in trace {
-        if step.at > clock.now() {
-            clock.set(step.at);
-        }
-        if let Some(change) = step.as_change() {
-            engine.handle(change.clone());
-        }
-        drain(&engine);
-    }
-    // Let delayed syncs run.
-    while let Some(t) = engine.next_ready_at() {
-        clock.set(t.max(clock.now()));
-        drain(&engine);
-    }
-    // Drained, and once more after a resync (as informers do periodically: it is what syncs a
-    // service whose pods sit on a node that went, which upstream queues nothing for), every
-    // service holds what a full reconcile gives.
-    engine.resync();
-    drain(&engine);
-    while let Some(t) = engine.next_ready_at() {
-        clock.set(t.max(clock.now()));
-        drain(&engine);
-    }
-    let unsettled = engine.check_all();
-    assert!(unsettled.is_empty(), "{unsettled:?}");
-    let writes: Vec<String> = sink
-        .take_writes()
+        seed,
+        // Drained, and once more after a resync (as informers do periodically: it is what syncs
+        // a service whose pods sit on a node that went, which upstream queues nothing for),
+        // every service holds what a full reconcile gives.
+        resync_when_idle: true,
+        ..ReplayOptions::default()
+    };
+    let result = replay(&steps, &options);
+    assert!(!result.out_of_time);
+    assert_eq!(result.unsettled, Some(Vec::new()), "settled");
+    let writes: Vec<String> = result
+        .writes
         .iter()
-        .map(|w| format!("{:?} {:?}", w.verb, w.sent))
+        .map(|w| format!("{:?} {:?}", w.verb, w.object))
         .collect();
-    let stats = engine.stats();
-    assert_eq!(
-        stats.invariant_violations,
-        0,
-        "{:?}",
-        engine.take_violations()
-    );
+    let stats = &result.stats;
+    assert_eq!(stats.invariant_violations, 0, "{:?}", result.violations);
     assert!(stats.invariant_checks > 0);
     Outcome {
         writes: writes.join("\n"),
-        objects: format!("{:?}", sink.objects()),
+        objects: format!("{:?}", result.objects),
         syncs: stats.syncs,
         incremental_syncs: stats.incremental_syncs,
-        later_successes: stats.syncs - stats.sync_errors - initial_syncs,
+        later_successes: result
+            .syncs
+            .iter()
+            .filter(|r| r.at >= TRACE_START && r.outcome != SyncOutcome::Error)
+            .count() as u64,
     }
 }
 
@@ -184,10 +168,7 @@ fn node_zone_change_touches_only_its_pods() {
     moved.labels = node
         .labels
         .with("topology.kubernetes.io/zone", "zone-elsewhere");
-    let mut trace = vec![Step::change(
-        std::time::Duration::from_secs(1),
-        Change::Node(moved),
-    )];
+    let mut trace = vec![Step::change(Duration::from_secs(1), Change::Node(moved))];
     // Then one pod of every service flips readiness, so that every service syncs.
     for (i, service) in snapshot.services.iter().enumerate() {
         let Some(selector) = &service.selector else {
@@ -202,10 +183,7 @@ fn node_zone_change_touches_only_its_pods() {
         pod.ready = !pod.ready;
         pod.meta
             .set_resource_version(sliced::model::ResourceVersion::new(&format!("9{i:04}")));
-        trace.push(Step::change(
-            std::time::Duration::from_secs(2),
-            Change::Pod(pod),
-        ));
+        trace.push(Step::change(Duration::from_secs(2), Change::Pod(pod)));
     }
     let on_node = snapshot
         .pods

@@ -46,14 +46,7 @@ impl Side {
 
     /// Syncs everything ready now and later, through `sink` (the plain API server if `None`).
     fn drain(&self, sink: Option<&dyn Sink>) {
-        let sink = sink.unwrap_or(&self.sink);
-        loop {
-            while !self.engine.sync_ready(sink).is_empty() {}
-            match self.engine.next_ready_at() {
-                Some(t) => self.clock.set(t.max(self.clock.now())),
-                None => break,
-            }
-        }
+        sliced::replay::drain(&self.engine, &self.clock, sink.unwrap_or(&self.sink));
         let stats = self.engine.stats();
         assert_eq!(
             stats.invariant_violations,

@@ -41,13 +41,7 @@ impl Side {
 
     /// Every sync ready now and later; the API server's answers are fed back, nothing else.
     fn drain(&self) {
-        loop {
-            while !self.engine.sync_ready(&self.sink).is_empty() {}
-            match self.engine.next_ready_at() {
-                Some(t) => self.clock.set(t.max(self.clock.now())),
-                None => break,
-            }
-        }
+        sliced::replay::drain(&self.engine, &self.clock, &self.sink);
     }
 
     fn endpoints(&self) -> Vec<Arc<Endpoints>> {

@@ -36,21 +36,15 @@ fn listed(snapshot: &Snapshot, sink: &MemorySink) -> Engine {
 
 /// Syncs until nothing is ready; returns (syncs, writes).
 fn drain(engine: &Engine, sink: &MemorySink) -> (usize, usize) {
-    let (mut syncs, mut writes) = (0, 0);
-    loop {
-        let records = engine.sync_ready(sink);
-        if records.is_empty() {
-            assert_eq!(
-                engine.stats().invariant_violations,
-                0,
-                "{:?}",
-                engine.take_violations()
-            );
-            return (syncs, writes);
-        }
-        syncs += records.len();
-        writes += records.iter().map(|r| r.writes.len()).sum::<usize>();
-    }
+    let records = engine.sync_all_ready(sink);
+    assert_eq!(
+        engine.stats().invariant_violations,
+        0,
+        "{:?}",
+        engine.take_violations()
+    );
+    let writes = records.iter().map(|r| r.writes.len()).sum();
+    (records.len(), writes)
 }
 
 #[test]
