@@ -8,6 +8,8 @@ use std::time::Duration;
 use ahash::RandomState;
 use dashmap::DashMap;
 
+use super::Cluster;
+use super::controller::Controller;
 use super::incremental::ChangeLog;
 use super::record::{SyncOutcome, SyncRecord};
 use crate::index::{EndpointsStore, Index, ServiceKey};
@@ -84,44 +86,6 @@ impl EndpointsController {
         for key in store.keys_where(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER)) {
             self.queue.add(key);
         }
-    }
-
-    /// Everything of a sync that reads only: the plan.
-    pub fn prepare(&self, index: &Index, store: &EndpointsStore, key: &ServiceKey) -> Prepared {
-        let Some(service) = index.services().get(&key.namespace, &key.name) else {
-            self.triggers.delete_service(&key.namespace, &key.name);
-            self.changes.forget(key);
-            self.stale_versions.remove(key);
-            // The API server deletes a Service's Endpoints with it; one the watch has shown gone
-            // needs no delete (upstream sends one anyway, and gets 404).
-            if store.get(key).is_none() {
-                return Prepared::Nothing;
-            }
-            return Prepared::Plan(endpoints::sync_deleted(&key.namespace, &key.name));
-        };
-        if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
-            return Prepared::Nothing;
-        }
-        let changed = self.changed_pods(index, key, &service);
-        let current = store.get(key);
-        let stale = current.as_ref().is_some_and(|current| {
-            self.stale_versions
-                .get(key)
-                .is_some_and(|rv| *rv == current.meta.resource_version)
-        });
-        // The members are borrowed, not cloned: a 5,000-pod service moves no reference count.
-        index.with_members(key, |pods| {
-            let trigger_time = self.trigger_time(key, &service, changed.as_ref(), pods);
-            if stale {
-                return Prepared::Stale;
-            }
-            Prepared::Plan(endpoints::sync(&EndpointsInput {
-                service: &service,
-                pods,
-                current: current.as_deref(),
-                trigger_time,
-            }))
-        })
     }
 
     /// What a sync would write now, read-only (no tracker moves): `None` when the Endpoints
@@ -215,18 +179,66 @@ impl EndpointsController {
         self.triggers
             .compute(&key.namespace, &key.name, service, pods)
     }
+}
+
+impl Controller for EndpointsController {
+    type Prepared = Prepared;
+
+    fn queue(&self) -> &WorkQueue<ServiceKey> {
+        &self.queue
+    }
+
+    /// Everything of a sync that reads only: the plan.
+    fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Prepared {
+        let (index, store) = (cx.index, cx.index.endpoints());
+        let Some(service) = index.services().get(&key.namespace, &key.name) else {
+            self.triggers.delete_service(&key.namespace, &key.name);
+            self.changes.forget(key);
+            self.stale_versions.remove(key);
+            // The API server deletes a Service's Endpoints with it; one the watch has shown gone
+            // needs no delete (upstream sends one anyway, and gets 404).
+            if store.get(key).is_none() {
+                return Prepared::Nothing;
+            }
+            return Prepared::Plan(endpoints::sync_deleted(&key.namespace, &key.name));
+        };
+        if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
+            return Prepared::Nothing;
+        }
+        let changed = self.changed_pods(index, key, &service);
+        let current = store.get(key);
+        let stale = current.as_ref().is_some_and(|current| {
+            self.stale_versions
+                .get(key)
+                .is_some_and(|rv| *rv == current.meta.resource_version)
+        });
+        // The members are borrowed, not cloned: a 5,000-pod service moves no reference count.
+        index.with_members(key, |pods| {
+            let trigger_time = self.trigger_time(key, &service, changed.as_ref(), pods);
+            if stale {
+                return Prepared::Stale;
+            }
+            Prepared::Plan(endpoints::sync(&EndpointsInput {
+                service: &service,
+                pods,
+                current: current.as_deref(),
+                trigger_time,
+            }))
+        })
+    }
 
     /// Applies a prepared sync and feeds its result back to the queue. The caller feeds the write
     /// back as the watch would deliver it.
-    pub fn finish(
+    fn finish(
         &self,
+        cx: &Cluster<'_>,
         key: &ServiceKey,
         prepared: Prepared,
         sink: &dyn Sink,
-        store: &EndpointsStore,
         at: Duration,
         events: &mut Vec<(ServiceKey, Event)>,
-    ) -> SyncRecord {
+    ) -> (SyncRecord, Option<String>) {
+        let store = cx.index.endpoints();
         let mut record = SyncRecord::new(at, key.clone(), ENDPOINTS_CONTROLLER);
         let error = match prepared {
             Prepared::Nothing => None,
@@ -262,8 +274,6 @@ impl EndpointsController {
                 outcome.error
             }
         };
-        record.settle(&self.queue, error);
-        self.queue.done(key);
-        record
+        (record, error)
     }
 }

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::Cluster;
+use super::controller::Controller;
 use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
 use crate::index::{EndpointsStore, Index, ServiceKey, SliceStore};
@@ -102,27 +104,6 @@ impl MirroringController {
         }
     }
 
-    /// Everything of a sync that reads only: the plan.
-    pub fn prepare(&self, index: &Index, store: &EndpointsStore, key: &ServiceKey) -> Prepared {
-        let service = index.services().get(&key.namespace, &key.name);
-        let slices: Vec<Arc<EndpointSlice>> = self.slices.for_service(key);
-        let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
-        let stale = match &service {
-            Some(s) => {
-                self.tracker
-                    .stale_slices_for_uid(&key.namespace, &key.name, &s.meta.uid, &refs)
-            }
-            None => self.tracker.stale_slices(&key.namespace, &key.name, &refs),
-        };
-        if stale {
-            return Prepared::Stale;
-        }
-        let plan = self.plan(service.as_deref(), store, key, &refs);
-        let metrics =
-            SliceSyncMetrics::of_mirroring(&refs, &plan, self.options.max_endpoints_per_subset);
-        Prepared::Plan(plan, Box::new(metrics))
-    }
-
     fn plan(
         &self,
         service: Option<&Service>,
@@ -149,17 +130,48 @@ impl MirroringController {
         let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
         self.plan(service.as_deref(), store, key, &refs)
     }
+}
+
+impl Controller for MirroringController {
+    type Prepared = Prepared;
+
+    fn queue(&self) -> &WorkQueue<ServiceKey> {
+        &self.queue
+    }
+
+    /// Everything of a sync that reads only: the plan.
+    fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Prepared {
+        let (index, store) = (cx.index, cx.index.endpoints());
+        let service = index.services().get(&key.namespace, &key.name);
+        let slices: Vec<Arc<EndpointSlice>> = self.slices.for_service(key);
+        let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
+        let stale = match &service {
+            Some(s) => {
+                self.tracker
+                    .stale_slices_for_uid(&key.namespace, &key.name, &s.meta.uid, &refs)
+            }
+            None => self.tracker.stale_slices(&key.namespace, &key.name, &refs),
+        };
+        if stale {
+            return Prepared::Stale;
+        }
+        let plan = self.plan(service.as_deref(), store, key, &refs);
+        let metrics =
+            SliceSyncMetrics::of_mirroring(&refs, &plan, self.options.max_endpoints_per_subset);
+        Prepared::Plan(plan, Box::new(metrics))
+    }
 
     /// Applies a prepared sync and feeds its result back to the tracker and the queue. The caller
     /// feeds the writes back as the watch would deliver them.
-    pub fn finish(
+    fn finish(
         &self,
+        _: &Cluster<'_>,
         key: &ServiceKey,
         prepared: Prepared,
         sink: &dyn Sink,
         at: Duration,
         events: &mut Vec<(ServiceKey, Event)>,
-    ) -> SyncRecord {
+    ) -> (SyncRecord, Option<String>) {
         let mut record = SyncRecord::new(at, key.clone(), MIRRORING_CONTROLLER);
         let error = match prepared {
             Prepared::Stale => {
@@ -172,8 +184,10 @@ impl MirroringController {
                 error
             }
         };
-        record.settle(&self.queue, error);
-        self.queue.done(key);
-        record
+        (record, error)
+    }
+
+    fn slice_tracker(&self) -> Option<&EndpointSliceTracker> {
+        Some(&self.tracker)
     }
 }

@@ -1,6 +1,7 @@
 //! The engine: changes in, batches of ready services reconciled in parallel, writes out, results back
 //! to the queue. One engine serves `simulate`, the replay of traces and (later) `run`.
 
+mod controller;
 mod endpoints;
 mod incremental;
 mod invariant;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use super::Cluster;
+use super::controller::Controller;
 use super::incremental::{ChangeLog, Changes, Located, Locator};
 use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
@@ -80,57 +81,6 @@ impl EndpointSliceController {
             // information, not for nodes in one zone.
             topology_dirty: AtomicBool::new(true),
         }
-    }
-
-    /// Everything of a sync that reads only: the plan.
-    pub fn prepare(&self, cx: &Cluster, key: &ServiceKey) -> Prepared {
-        let Some(service) = cx.index.services().get(&key.namespace, &key.name) else {
-            // Deleted: forget what the trackers knew; the garbage collector removes its slices.
-            self.tracker.delete_service(&key.namespace, &key.name);
-            self.triggers
-                .lock()
-                .delete_service(&key.namespace, &key.name);
-            self.topology.write().remove_service(&key.to_string());
-            // The locator keeps the slices until the garbage collector's deletions arrive.
-            return Prepared::Gone;
-        };
-        if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
-            return Prepared::Nothing;
-        }
-        let slices = managed_slices(cx.index, key);
-        let slice_refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
-        // Upstream's newer form: a Service recreated under the same name starts afresh.
-        if self.tracker.stale_slices_for_uid(
-            &key.namespace,
-            &key.name,
-            &service.meta.uid,
-            &slice_refs,
-        ) {
-            return Prepared::Stale;
-        }
-        let changes = self.changes.take(key);
-        let planned = |plan: Plan, incremental: bool| {
-            let metrics = SliceSyncMetrics::of_service(
-                &service,
-                &slice_refs,
-                &plan,
-                &cx.options.reconcile,
-                incremental,
-            );
-            Prepared::Plan(plan, Box::new(metrics))
-        };
-        if !changes.full
-            && cx.options.incremental
-            && let Some(plan) = self.prepare_incremental(cx, key, &service, &changes, &slice_refs)
-        {
-            return planned(plan, true);
-        }
-        let plan = self.full_plan(cx, key, &service, &slice_refs, |pods| {
-            self.triggers
-                .lock()
-                .compute(&key.namespace, &key.name, &service, pods)
-        });
-        planned(plan, false)
     }
 
     /// The full reconcile of a service over the index, with the trigger time `trigger_time` gives
@@ -235,18 +185,78 @@ impl EndpointSliceController {
         cx.stats.lock().incremental_syncs += 1;
         Some(plan)
     }
+}
+
+impl Controller for EndpointSliceController {
+    type Prepared = Prepared;
+
+    fn queue(&self) -> &WorkQueue<ServiceKey> {
+        &self.queue
+    }
+
+    /// Everything of a sync that reads only: the plan.
+    fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Prepared {
+        let Some(service) = cx.index.services().get(&key.namespace, &key.name) else {
+            // Deleted: forget what the trackers knew; the garbage collector removes its slices.
+            self.tracker.delete_service(&key.namespace, &key.name);
+            self.triggers
+                .lock()
+                .delete_service(&key.namespace, &key.name);
+            self.topology.write().remove_service(&key.to_string());
+            // The locator keeps the slices until the garbage collector's deletions arrive.
+            return Prepared::Gone;
+        };
+        if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
+            return Prepared::Nothing;
+        }
+        let slices = managed_slices(cx.index, key);
+        let slice_refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
+        // Upstream's newer form: a Service recreated under the same name starts afresh.
+        if self.tracker.stale_slices_for_uid(
+            &key.namespace,
+            &key.name,
+            &service.meta.uid,
+            &slice_refs,
+        ) {
+            return Prepared::Stale;
+        }
+        let changes = self.changes.take(key);
+        let planned = |plan: Plan, incremental: bool| {
+            let metrics = SliceSyncMetrics::of_service(
+                &service,
+                &slice_refs,
+                &plan,
+                &cx.options.reconcile,
+                incremental,
+            );
+            Prepared::Plan(plan, Box::new(metrics))
+        };
+        if !changes.full
+            && cx.options.incremental
+            && let Some(plan) = self.prepare_incremental(cx, key, &service, &changes, &slice_refs)
+        {
+            return planned(plan, true);
+        }
+        let plan = self.full_plan(cx, key, &service, &slice_refs, |pods| {
+            self.triggers
+                .lock()
+                .compute(&key.namespace, &key.name, &service, pods)
+        });
+        planned(plan, false)
+    }
 
     /// Applies a prepared sync and feeds its result back to the incremental state, the topology
     /// cache and the queue. The caller feeds the writes back (the generation tracker, the index) as
     /// the watch would deliver them.
-    pub fn finish(
+    fn finish(
         &self,
+        _: &Cluster<'_>,
         key: &ServiceKey,
         prepared: Prepared,
         sink: &dyn Sink,
         at: Duration,
         events: &mut Vec<(ServiceKey, Event)>,
-    ) -> SyncRecord {
+    ) -> (SyncRecord, Option<String>) {
         let mut record = SyncRecord::new(at, key.clone(), ENDPOINTSLICE_CONTROLLER);
         // Whether the slices are now what a full sync would leave: the next sync may then be
         // incremental.
@@ -286,8 +296,10 @@ impl EndpointSliceController {
             // Gone, or nothing to keep for it: nothing to remember either.
             self.changes.forget(key);
         }
-        record.settle(&self.queue, error);
-        self.queue.done(key);
-        record
+        (record, error)
+    }
+
+    fn slice_tracker(&self) -> Option<&EndpointSliceTracker> {
+        Some(&self.tracker)
     }
 }

@@ -1,66 +1,44 @@
 //! One batch of service syncs: plans computed in parallel, applied in order, results fed back.
 
-use std::time::{Duration, Instant};
-
-use rayon::prelude::*;
-
-use super::record::{SyncOutcome, SyncRecord, track_own_writes};
-use super::{ENDPOINTSLICE_CONTROLLER, Engine, endpoints, mirroring, slices};
-use crate::index::ServiceKey;
+use super::Engine;
+use super::controller::Controller;
+use super::record::{SyncOutcome, SyncRecord};
 use crate::sink::Sink;
-
-/// A key taken from one controller's queue.
-enum Job {
-    Slices(ServiceKey),
-    Endpoints(ServiceKey),
-    Mirroring(ServiceKey),
-}
-
-impl Job {
-    fn key(&self) -> &ServiceKey {
-        match self {
-            Job::Slices(key) | Job::Endpoints(key) | Job::Mirroring(key) => key,
-        }
-    }
-}
-
-/// A job's plan.
-enum Planned {
-    Slices(ServiceKey, slices::Prepared),
-    Endpoints(ServiceKey, endpoints::Prepared),
-    Mirroring(ServiceKey, mirroring::Prepared),
-    /// The job's controller does not run.
-    Nothing(ServiceKey),
-}
 
 impl Engine {
     /// Takes the services that are ready now, reconciles them in parallel and applies their plans
-    /// to `sink`, in the order they became ready.
+    /// to `sink`: the EndpointSlice controller's, then the Endpoints controller's, then the
+    /// mirroring controller's, each in the order they became ready.
     pub fn sync_ready(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
         self.mark_pods_on_changed_nodes();
         self.recompute_topology_if_needed();
         let max = self.options.max_batch;
-        let mut jobs: Vec<Job> = self
-            .endpointslice
-            .queue
-            .pop_ready(max)
+        // Every queue is read before anything is written, so that no sync of this batch waits for
+        // another's writes.
+        let slices = self.endpointslice.queue().pop_ready(max);
+        let endpoints = self
+            .endpoints
+            .as_ref()
+            .map(|c| (c, c.queue().pop_ready(max)));
+        let mirroring = self
+            .mirroring
+            .as_ref()
+            .map(|c| (c, c.queue().pop_ready(max)));
+        let slices = self.plan(&self.endpointslice, slices);
+        let endpoints = endpoints.map(|(c, keys)| (c, self.plan(c, keys)));
+        let mirroring = mirroring.map(|(c, keys)| (c, self.plan(c, keys)));
+        let at = self.clock.now();
+        let mut records: Vec<SyncRecord> = slices
             .into_iter()
-            .map(Job::Slices)
+            .map(|p| self.finish(&self.endpointslice, p, sink, at))
             .collect();
-        if let Some(controller) = &self.endpoints {
-            jobs.extend(
-                controller
-                    .queue
-                    .pop_ready(max)
-                    .into_iter()
-                    .map(Job::Endpoints),
-            );
+        if let Some((c, planned)) = endpoints {
+            records.extend(planned.into_iter().map(|p| self.finish(c, p, sink, at)));
         }
-        if let Some(controller) = &self.mirroring {
-            let keys = controller.queue.pop_ready(max);
-            jobs.extend(keys.into_iter().map(Job::Mirroring));
+        if let Some((c, planned)) = mirroring {
+            records.extend(planned.into_iter().map(|p| self.finish(c, p, sink, at)));
         }
-        self.run_jobs(jobs, sink)
+        records
     }
 
     /// [`Engine::sync_ready`] until nothing is ready now: every record, in order. What is delayed
@@ -84,118 +62,60 @@ impl Engine {
     pub fn sync_once(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
         self.mark_pods_on_changed_nodes();
         self.recompute_topology_if_needed();
-        let mut jobs: Vec<Job> = self
-            .endpointslice
-            .queue
-            .pop_ready(usize::MAX)
-            .into_iter()
-            .map(Job::Slices)
-            .collect();
-        if let Some(controller) = &self.endpoints {
-            let keys = controller.queue.pop_ready(usize::MAX);
-            jobs.extend(keys.into_iter().map(Job::Endpoints));
-        }
         let services = self.index.services();
-        jobs.sort_by_cached_key(|job| {
-            let key = job.key();
+        let order = |key: &crate::index::ServiceKey| {
             let gone = services.get(&key.namespace, &key.name).is_none();
-            (gone, key.clone(), matches!(job, Job::Endpoints(_)))
+            (gone, key.clone())
+        };
+        let mut slices = self.endpointslice.queue().pop_ready(usize::MAX);
+        slices.sort_by_cached_key(order);
+        let slices = self.plan(&self.endpointslice, slices);
+        let endpoints = self.endpoints.as_ref().map(|c| {
+            let mut keys = c.queue().pop_ready(usize::MAX);
+            keys.sort_by_cached_key(order);
+            (c, self.plan(c, keys))
         });
-        let mut records = self.run_jobs(jobs, sink);
-        if let Some(controller) = &self.mirroring {
-            let mut keys = controller.queue.pop_ready(usize::MAX);
-            keys.sort();
-            records.extend(self.run_jobs(keys.into_iter().map(Job::Mirroring).collect(), sink));
-        }
-        records
-    }
-
-    /// Plans `jobs` in parallel, then applies the plans to `sink` in the jobs' order.
-    fn run_jobs(&self, jobs: Vec<Job>, sink: &dyn Sink) -> Vec<SyncRecord> {
-        if jobs.is_empty() {
-            return Vec::new();
-        }
-        let cx = self.cluster();
-        let timed = |job: &Job| {
-            let started = Instant::now();
-            let store = self.index.endpoints();
-            let planned = match (job, &self.endpoints, &self.mirroring) {
-                (Job::Slices(key), _, _) => {
-                    Planned::Slices(key.clone(), self.endpointslice.prepare(&cx, key))
-                }
-                (Job::Endpoints(key), Some(c), _) => {
-                    Planned::Endpoints(key.clone(), c.prepare(&self.index, store, key))
-                }
-                (Job::Mirroring(key), _, Some(c)) => {
-                    Planned::Mirroring(key.clone(), c.prepare(&self.index, store, key))
-                }
-                (Job::Endpoints(key) | Job::Mirroring(key), _, _) => Planned::Nothing(key.clone()),
-            };
-            (planned, started.elapsed())
-        };
-        // One job is planned here: handing it to a worker costs more than it saves.
-        let planned: Vec<(Planned, Duration)> = match &self.pool {
-            Some(pool) if jobs.len() > 1 => pool.install(|| jobs.par_iter().map(timed).collect()),
-            _ => jobs.iter().map(timed).collect(),
-        };
         let at = self.clock.now();
-        let mut records = Vec::with_capacity(planned.len());
-        for (planned, planning) in planned {
-            let started = Instant::now();
-            let mut record = match planned {
-                Planned::Slices(key, prepared) => {
-                    let mut events = Vec::new();
-                    let record = self
-                        .endpointslice
-                        .finish(&key, prepared, sink, at, &mut events);
-                    self.events.lock().extend(events);
-                    if self.options.observe_writes {
-                        track_own_writes(&self.endpointslice.tracker, &record);
-                    }
-                    self.observe_own_writes(&record);
-                    record
+        let mut records = Vec::with_capacity(slices.len());
+        match endpoints {
+            None => {
+                records.extend(
+                    slices
+                        .into_iter()
+                        .map(|p| self.finish(&self.endpointslice, p, sink, at)),
+                );
+            }
+            Some((c, endpoints)) => {
+                // Merged in key order, a service's slices before its Endpoints.
+                let mut slices = slices.into_iter().peekable();
+                let mut endpoints = endpoints.into_iter().peekable();
+                loop {
+                    let slices_first = match (slices.peek(), endpoints.peek()) {
+                        (Some(s), Some(e)) => order(s.key()) <= order(e.key()),
+                        (Some(_), None) => true,
+                        (None, Some(_)) => false,
+                        (None, None) => break,
+                    };
+                    let record = if slices_first {
+                        slices
+                            .next()
+                            .map(|p| self.finish(&self.endpointslice, p, sink, at))
+                    } else {
+                        endpoints.next().map(|p| self.finish(c, p, sink, at))
+                    };
+                    records.extend(record);
                 }
-                Planned::Endpoints(key, prepared) => match &self.endpoints {
-                    Some(c) => {
-                        let mut events = Vec::new();
-                        let record = c.finish(
-                            &key,
-                            prepared,
-                            sink,
-                            self.index.endpoints(),
-                            at,
-                            &mut events,
-                        );
-                        self.events.lock().extend(events);
-                        self.observe_own_writes(&record);
-                        record
-                    }
-                    None => SyncRecord::new(at, key, endpoints::ENDPOINTS_CONTROLLER),
-                },
-                Planned::Mirroring(key, prepared) => match &self.mirroring {
-                    Some(c) => {
-                        let mut events = Vec::new();
-                        let record = c.finish(&key, prepared, sink, at, &mut events);
-                        self.events.lock().extend(events);
-                        if self.options.observe_writes {
-                            track_own_writes(&c.tracker, &record);
-                        }
-                        self.observe_own_writes(&record);
-                        record
-                    }
-                    None => SyncRecord::new(at, key, mirroring::MIRRORING_CONTROLLER),
-                },
-                Planned::Nothing(key) => SyncRecord::new(at, key, ENDPOINTSLICE_CONTROLLER),
-            };
-            record.took = planning + started.elapsed();
-            self.count(&record);
-            self.check_after_sync(&record);
-            records.push(record);
+            }
+        }
+        if let Some(c) = &self.mirroring {
+            let mut keys = c.queue().pop_ready(usize::MAX);
+            keys.sort();
+            records.extend(self.sync_keys(c, keys, sink));
         }
         records
     }
 
-    fn count(&self, record: &SyncRecord) {
+    pub(super) fn count(&self, record: &SyncRecord) {
         let mut stats = self.stats.lock();
         stats.syncs += 1;
         match record.outcome {
