@@ -31,7 +31,8 @@ async fn endpoints_the_api_server_left_behind_are_deleted_once() {
     fake.clear_requests();
 
     fake.delete("services", "default", "web").unwrap();
-    assert!(fake.get("endpoints", "default", "web").is_some());
+    // Not read here that the Endpoints stayed: sliced may delete them before this thread gets
+    // the store's lock again. The DELETE's 200 says they were there when it came.
     settle(&fake, &running).await;
     let writes = endpoints_writes(&fake, "web");
     assert!(
