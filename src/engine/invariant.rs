@@ -121,19 +121,14 @@ impl Engine {
             keys.dedup();
             found.extend(keys.iter().filter_map(|k| self.check_endpoints(k)));
         }
-        if let Some(controller) = &self.mirroring {
+        if self.mirroring.is_some() {
             let mut keys = services;
             keys.extend(self.index.endpoints().keys());
-            keys.extend(
-                controller
-                    .slices
-                    .keys()
-                    .into_iter()
-                    .filter_map(|(ns, name)| {
-                        let slice = controller.slices.get(&ns, &name)?;
-                        Some(ServiceKey::new(&ns, slice.service_name()?))
-                    }),
-            );
+            let mirrored = self.index.mirrored_slices();
+            keys.extend(mirrored.keys().into_iter().filter_map(|(ns, name)| {
+                let slice = mirrored.get(&ns, &name)?;
+                Some(ServiceKey::new(&ns, slice.service_name()?))
+            }));
             keys.sort_unstable();
             keys.dedup();
             found.extend(keys.iter().filter_map(|k| self.check_mirroring(k)));

@@ -9,7 +9,7 @@ use super::Cluster;
 use super::controller::Controller;
 use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
-use crate::index::{EndpointsStore, Index, ServiceKey, SliceStore};
+use crate::index::{EndpointsStore, Index, ServiceKey};
 use crate::model::{EndpointSlice, Endpoints, Service, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::mirroring::{self, MirrorInput, should_mirror};
@@ -34,8 +34,6 @@ pub(super) struct MirroringController {
     /// `--mirroring-endpointslice-updates-batch-period`: the delay of slice-triggered syncs.
     batch_period: Duration,
     options: mirroring::Options,
-    /// The slices this controller manages.
-    pub slices: SliceStore,
     pub tracker: EndpointSliceTracker,
 }
 
@@ -51,7 +49,6 @@ impl MirroringController {
             queue: WorkQueue::new(queue_config(), clock),
             batch_period,
             options,
-            slices: SliceStore::for_manager(keys::MIRRORING_CONTROLLER),
             tracker: EndpointSliceTracker::for_manager(keys::MIRRORING_CONTROLLER),
         }
     }
@@ -81,9 +78,9 @@ impl MirroringController {
         }
     }
 
-    /// A slice stored by the API server.
-    pub fn slice_stored(&self, slice: &Arc<EndpointSlice>) {
-        let old = self.slices.apply(Arc::clone(slice));
+    /// A slice stored by the API server: kept in the index's mirrored slices when it is ours.
+    pub fn slice_stored(&self, index: &Index, slice: &Arc<EndpointSlice>) {
+        let old = index.mirrored_slices().apply(Arc::clone(slice));
         let keys: tracker::Queued = match old.as_deref() {
             None => tracker::on_slice_add(&self.tracker, slice)
                 .transpose()
@@ -96,8 +93,8 @@ impl MirroringController {
         }
     }
 
-    pub fn slice_deleted(&self, namespace: &str, name: &str) {
-        if let Some(old) = self.slices.delete(namespace, name)
+    pub fn slice_deleted(&self, index: &Index, namespace: &str, name: &str) {
+        if let Some(old) = index.mirrored_slices().delete(namespace, name)
             && let Ok(Some(key)) = tracker::on_slice_delete(&self.tracker, &old)
         {
             self.queue.add_after(key, self.batch_period);
@@ -126,7 +123,7 @@ impl MirroringController {
     /// slices are as a full sync leaves them.
     pub fn pending_plan(&self, index: &Index, store: &EndpointsStore, key: &ServiceKey) -> Plan {
         let service = index.services().get(&key.namespace, &key.name);
-        let slices: Vec<Arc<EndpointSlice>> = self.slices.for_service(key);
+        let slices: Vec<Arc<EndpointSlice>> = index.mirrored_slices().for_service(key);
         let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
         self.plan(service.as_deref(), store, key, &refs)
     }
@@ -143,7 +140,7 @@ impl Controller for MirroringController {
     fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Prepared {
         let (index, store) = (cx.index, cx.index.endpoints());
         let service = index.services().get(&key.namespace, &key.name);
-        let slices: Vec<Arc<EndpointSlice>> = self.slices.for_service(key);
+        let slices: Vec<Arc<EndpointSlice>> = index.mirrored_slices().for_service(key);
         let refs: Vec<&EndpointSlice> = slices.iter().map(|s| s.as_ref()).collect();
         let stale = match &service {
             Some(s) => {

@@ -274,8 +274,7 @@ impl Engine {
             services: self.index.services().len(),
             pods: self.index.pods().len(),
             nodes: self.index.nodes().len(),
-            endpoint_slices: self.index.slices().len()
-                + self.mirroring.as_ref().map_or(0, |c| c.slices.len()),
+            endpoint_slices: self.index.slices().len() + self.index.mirrored_slices().len(),
             endpoints: self.index.endpoints().len(),
         }
     }
@@ -565,7 +564,7 @@ impl Engine {
             return;
         }
         if let Some(controller) = &self.mirroring {
-            controller.slice_stored(&slice);
+            controller.slice_stored(&self.index, &slice);
         }
         let old = self.index.slices().apply(Arc::clone(&slice));
         let managed = crate::index::is_managed(&slice);
@@ -600,7 +599,7 @@ impl Engine {
             return;
         }
         if let Some(controller) = &self.mirroring {
-            controller.slice_deleted(namespace, name);
+            controller.slice_deleted(&self.index, namespace, name);
         }
         let Some(old) = self.index.slices().delete(namespace, name) else {
             return;

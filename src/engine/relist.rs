@@ -34,9 +34,7 @@ impl Engine {
             ChangeKind::Namespace => Vec::new(),
             ChangeKind::EndpointSlice => {
                 let mut keys = self.index.slices().keys();
-                if let Some(controller) = &self.mirroring {
-                    keys.extend(controller.slices.keys());
-                }
+                keys.extend(self.index.mirrored_slices().keys());
                 keys
             }
             ChangeKind::Endpoints => self
@@ -72,11 +70,9 @@ impl Engine {
 
     /// A stored slice of any controller that runs.
     pub fn stored_slice(&self, namespace: &str, name: &str) -> Option<Arc<EndpointSlice>> {
-        self.index.slices().get(namespace, name).or_else(|| {
-            self.mirroring
-                .as_ref()
-                .and_then(|c| c.slices.get(namespace, name))
-        })
+        let index = &self.index;
+        (index.slices().get(namespace, name))
+            .or_else(|| index.mirrored_slices().get(namespace, name))
     }
 
     pub fn stored_endpoints(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {

@@ -15,7 +15,7 @@ use super::projection::{PodProjection, pod_projection};
 use super::set::Seeded;
 use super::slices::SliceStore;
 use super::store::{NodeStore, Relist};
-use crate::model::{Labels, Name, Pod, Service};
+use crate::model::{Labels, Name, Pod, Service, keys};
 
 /// The services a pod lookup finds: one or two for almost every pod.
 pub type ServiceKeys = SmallVec<[ServiceKey; 4]>;
@@ -27,14 +27,29 @@ pub type ServiceKeys = SmallVec<[ServiceKey; 4]>;
 /// selector cache and member sets change together under its shard's lock, so readers always see
 /// them agree, and namespaces in other shards are not held up. At most one lock is held at a time,
 /// so there is no lock order to break.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Index {
     namespaces: DashMap<Name, Namespace, Seeded>,
     pod_count: AtomicUsize,
     service_count: AtomicUsize,
     nodes: NodeStore,
     slices: SliceStore,
+    mirrored_slices: SliceStore,
     endpoints: EndpointsStore,
+}
+
+impl Default for Index {
+    fn default() -> Self {
+        Index {
+            namespaces: DashMap::default(),
+            pod_count: AtomicUsize::new(0),
+            service_count: AtomicUsize::new(0),
+            nodes: NodeStore::default(),
+            slices: SliceStore::for_manager(keys::ENDPOINTSLICE_CONTROLLER),
+            mirrored_slices: SliceStore::for_manager(keys::MIRRORING_CONTROLLER),
+            endpoints: EndpointsStore::default(),
+        }
+    }
 }
 
 impl Index {
@@ -54,8 +69,14 @@ impl Index {
         &self.nodes
     }
 
+    /// The EndpointSlice controller's slices.
     pub fn slices(&self) -> &SliceStore {
         &self.slices
+    }
+
+    /// The mirroring controller's slices (filled while it runs).
+    pub fn mirrored_slices(&self) -> &SliceStore {
+        &self.mirrored_slices
     }
 
     /// Every Endpoints object, the Endpoints controller's own and others'.
