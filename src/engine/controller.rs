@@ -1,6 +1,8 @@
-//! What the engine's one loop asks of every controller: its queue, a plan for a key read from the
-//! index (made in parallel with other keys' plans), and that plan carried out (in order). Adding a
-//! controller is a module that implements [`Controller`] and a line in the loop (`sync.rs`).
+//! What the engine asks of every controller: which changes it wants ([`Handlers`], upstream's
+//! informer event handlers), and for the one loop its queue, a plan for a key read from the index
+//! (made in parallel with other keys' plans), and that plan carried out (in order). Adding a
+//! controller is a module that implements [`Controller`], a field of `Engine` and a line in
+//! `Engine::running` and in the loop (`sync.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -8,17 +10,48 @@ use rayon::prelude::*;
 
 use super::record::{SyncRecord, track_own_writes};
 use super::{Cluster, Engine};
-use crate::index::ServiceKey;
+use crate::index::{Index, ServiceKey};
+use crate::model::{Endpoints, Name, Service};
 use crate::queue::WorkQueue;
 use crate::reconcile::Event;
 use crate::sink::Sink;
 use crate::tracker::EndpointSliceTracker;
 
-pub(super) trait Controller: Sync {
+/// The changes a controller wants, each queueing what it concerns with the controller's own
+/// delays. The index has taken the change in first. A hook not overridden wants nothing.
+pub(super) trait Handlers: Sync {
+    fn queue(&self) -> &WorkQueue<ServiceKey>;
+
+    /// Upstream's name of its queue, as client-go's workqueue metrics label it.
+    fn queue_name(&self) -> &'static str;
+
+    /// A Service was added, changed or deleted (`new` is `None`).
+    fn service_changed(&self, _key: &ServiceKey, _old: Option<&Service>, _new: Option<&Service>) {}
+
+    /// A pod that `key` selects, or selected, changed. `queued`: upstream's handlers queue a sync
+    /// for it; otherwise the change is only noted for the next sync, whatever queues it.
+    fn pod_changed(&self, _key: &ServiceKey, _pod: &Name, _queued: bool) {}
+
+    /// An Endpoints object was added, changed or deleted (`new` is `None`); `by_watch`: as a
+    /// watch told it, not as this engine's own write returned it.
+    fn endpoints_changed(
+        &self,
+        _old: Option<&Endpoints>,
+        _new: Option<&Endpoints>,
+        _by_watch: bool,
+    ) {
+    }
+
+    /// Once its caches are filled, before the first sync.
+    fn started(&self, _index: &Index) {}
+
+    /// The informers' periodic resync: every object it watches delivered again unchanged.
+    fn resync(&self, _index: &Index) {}
+}
+
+pub(super) trait Controller: Handlers {
     /// A plan for one key: what `finish` carries out.
     type Prepared: Send;
-
-    fn queue(&self) -> &WorkQueue<ServiceKey>;
 
     /// Everything of a sync that only reads. Runs on any worker, beside other keys' plans.
     fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Self::Prepared;

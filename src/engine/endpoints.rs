@@ -9,11 +9,11 @@ use ahash::RandomState;
 use dashmap::DashMap;
 
 use super::Cluster;
-use super::controller::Controller;
+use super::controller::{Controller, Handlers};
 use super::incremental::ChangeLog;
 use super::record::{SyncOutcome, SyncRecord};
 use crate::index::{EndpointsStore, Index, ServiceKey};
-use crate::model::{Name, Pod, Service, ServiceType, Timestamp, keys};
+use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::Event;
 use crate::reconcile::endpoints::{self, ANNOTATION_LEADER, EndpointsInput, EndpointsPlan};
@@ -55,36 +55,6 @@ impl EndpointsController {
             triggers: TriggerTimeTracker::new(),
             changes: ChangeLog::default(),
             stale_versions: DashMap::default(),
-        }
-    }
-
-    /// An Endpoints object was deleted: its service is synced, which recreates it if still wanted.
-    /// Upstream watches nothing else of Endpoints.
-    pub fn deleted(&self, key: ServiceKey) {
-        self.queue.add(key);
-    }
-
-    pub fn service_changed(&self, key: ServiceKey) {
-        self.changes.force_full(&key);
-        self.queue.add(key);
-    }
-
-    pub fn pod_changed(&self, key: ServiceKey, pod: &Name) {
-        self.changes.pod_changed(&key, pod);
-        self.queue.add_after(key, self.batch_period);
-    }
-
-    /// A pod changed in a way that queues no sync: its trigger time is read at the next one.
-    pub fn pod_changed_unqueued(&self, key: &ServiceKey, pod: &Name) {
-        self.changes.pod_changed(key, pod);
-    }
-
-    /// The start-up check: every Endpoints object but leader-election records is synced, so
-    /// those whose service is gone get deleted.
-    pub fn queue_leftovers(&self, store: &EndpointsStore) {
-        // Leader-election records are not the controller's to sync.
-        for key in store.keys_where(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER)) {
-            self.queue.add(key);
         }
     }
 
@@ -181,12 +151,55 @@ impl EndpointsController {
     }
 }
 
-impl Controller for EndpointsController {
-    type Prepared = Prepared;
-
+impl Handlers for EndpointsController {
     fn queue(&self) -> &WorkQueue<ServiceKey> {
         &self.queue
     }
+
+    fn queue_name(&self) -> &'static str {
+        super::QUEUE_ENDPOINTS
+    }
+
+    fn service_changed(&self, key: &ServiceKey, _: Option<&Service>, _: Option<&Service>) {
+        self.changes.force_full(key);
+        self.queue.add(key.clone());
+    }
+
+    fn pod_changed(&self, key: &ServiceKey, pod: &Name, queued: bool) {
+        self.changes.pod_changed(key, pod);
+        if queued {
+            self.queue.add_after(key.clone(), self.batch_period);
+        }
+    }
+
+    /// A deletion the watch told of: the service is synced, which recreates the object if still
+    /// wanted (upstream watches nothing else of Endpoints). The engine's own delete syncs nothing
+    /// again: a second sync could only delete again, answered NotFound.
+    fn endpoints_changed(&self, old: Option<&Endpoints>, new: Option<&Endpoints>, by_watch: bool) {
+        if let (Some(old), None, true) = (old, new, by_watch) {
+            self.queue
+                .add(ServiceKey::new(&old.meta.namespace, &old.meta.name));
+        }
+    }
+
+    /// Every Endpoints object but leader-election records is synced, so that those whose
+    /// service is gone get deleted.
+    fn started(&self, index: &Index) {
+        let store = index.endpoints();
+        for key in store.keys_where(|e| !e.meta.annotations.contains_key(ANNOTATION_LEADER)) {
+            self.queue.add(key);
+        }
+    }
+
+    fn resync(&self, index: &Index) {
+        for key in index.services().keys() {
+            self.queue.add(key);
+        }
+    }
+}
+
+impl Controller for EndpointsController {
+    type Prepared = Prepared;
 
     /// Everything of a sync that reads only: the plan.
     fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Prepared {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Cluster;
-use super::controller::Controller;
+use super::controller::{Controller, Handlers};
 use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
 use crate::index::{EndpointsStore, Index, ServiceKey};
@@ -50,31 +50,6 @@ impl MirroringController {
             batch_period,
             options,
             tracker: EndpointSliceTracker::for_manager(keys::MIRRORING_CONTROLLER),
-        }
-    }
-
-    /// An Endpoints object was added, changed or deleted (`new` is `None`).
-    pub fn endpoints_changed(&self, old: Option<&Endpoints>, new: Option<&Endpoints>) {
-        let Some(any) = new.or(old) else {
-            return;
-        };
-        if old.is_some_and(should_mirror) || new.is_some_and(should_mirror) {
-            self.queue
-                .add(ServiceKey::new(&any.meta.namespace, &any.meta.name));
-        }
-    }
-
-    /// A Service was added, changed or deleted (`new` is `None`): it matters when it has, or had,
-    /// no selector.
-    pub fn service_changed(&self, key: &ServiceKey, old: Option<&Service>, new: Option<&Service>) {
-        let selectorless = |s: Option<&Service>| s.map(|s| s.selector.is_none());
-        let queue = match (selectorless(old), selectorless(new)) {
-            (None, Some(now)) | (Some(now), None) => now,
-            (Some(before), Some(now)) => before != now,
-            (None, None) => false,
-        };
-        if queue {
-            self.queue.add(key.clone());
         }
     }
 
@@ -129,12 +104,51 @@ impl MirroringController {
     }
 }
 
-impl Controller for MirroringController {
-    type Prepared = Prepared;
-
+impl Handlers for MirroringController {
     fn queue(&self) -> &WorkQueue<ServiceKey> {
         &self.queue
     }
+
+    fn queue_name(&self) -> &'static str {
+        super::QUEUE_MIRRORING
+    }
+
+    fn endpoints_changed(&self, old: Option<&Endpoints>, new: Option<&Endpoints>, _: bool) {
+        let Some(any) = new.or(old) else {
+            return;
+        };
+        if old.is_some_and(should_mirror) || new.is_some_and(should_mirror) {
+            self.queue
+                .add(ServiceKey::new(&any.meta.namespace, &any.meta.name));
+        }
+    }
+
+    /// A Service matters when it has, or had, no selector.
+    fn service_changed(&self, key: &ServiceKey, old: Option<&Service>, new: Option<&Service>) {
+        let selectorless = |s: Option<&Service>| s.map(|s| s.selector.is_none());
+        let queue = match (selectorless(old), selectorless(new)) {
+            (None, Some(now)) | (Some(now), None) => now,
+            (Some(before), Some(now)) => before != now,
+            (None, None) => false,
+        };
+        if queue {
+            self.queue.add(key.clone());
+        }
+    }
+
+    /// Every Endpoints object delivered again.
+    fn resync(&self, index: &Index) {
+        let store = index.endpoints();
+        for key in store.keys() {
+            if let Some(endpoints) = store.get(&key) {
+                self.endpoints_changed(Some(&endpoints), Some(&endpoints), true);
+            }
+        }
+    }
+}
+
+impl Controller for MirroringController {
+    type Prepared = Prepared;
 
     /// Everything of a sync that reads only: the plan.
     fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Prepared {

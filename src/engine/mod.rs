@@ -25,6 +25,7 @@ use crate::model::{EndpointSlice, Meta, Name, Node, Pod, Service, compare_resour
 use crate::queue::{Clock, QueueMetrics, WorkQueue};
 use crate::reconcile::{Event, Options};
 use crate::tracker;
+use controller::Handlers;
 
 pub use endpoints::ENDPOINTS_CONTROLLER;
 pub use invariant::Violation;
@@ -220,7 +221,10 @@ impl Engine {
             )
         });
         Engine {
-            endpointslice: slices::EndpointSliceController::new(Arc::clone(&clock)),
+            endpointslice: slices::EndpointSliceController::new(
+                options.batch_period,
+                Arc::clone(&clock),
+            ),
             endpoints,
             mirroring,
             options,
@@ -231,6 +235,18 @@ impl Engine {
             stats: Mutex::new(EngineStats::default()),
             violations: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The controllers that run, in the order the loop syncs them.
+    fn running(&self) -> impl Iterator<Item = &dyn Handlers> {
+        let slices = self.options.controllers.endpointslice;
+        [
+            slices.then_some(&self.endpointslice as &dyn Handlers),
+            self.endpoints.as_ref().map(|c| c as &dyn Handlers),
+            self.mirroring.as_ref().map(|c| c as &dyn Handlers),
+        ]
+        .into_iter()
+        .flatten()
     }
 
     fn cluster(&self) -> Cluster<'_> {
@@ -255,17 +271,9 @@ impl Engine {
 
     /// The workqueue figures of each running controller's queue, by upstream's queue name.
     pub fn queue_metrics(&self) -> Vec<(&'static str, QueueMetrics)> {
-        let mut out = Vec::with_capacity(3);
-        if self.options.controllers.endpointslice {
-            out.push((QUEUE_ENDPOINTSLICE, self.endpointslice.queue.metrics()));
-        }
-        if let Some(c) = &self.endpoints {
-            out.push((QUEUE_ENDPOINTS, c.queue.metrics()));
-        }
-        if let Some(c) = &self.mirroring {
-            out.push((QUEUE_MIRRORING, c.queue.metrics()));
-        }
-        out
+        self.running()
+            .map(|c| (c.queue_name(), c.queue().metrics()))
+            .collect()
     }
 
     /// Objects held, by kind; each count is O(1) or O(shards).
@@ -303,10 +311,9 @@ impl Engine {
             Change::ServiceDeleted { namespace, name } => {
                 let old = self.index.services().delete(namespace, name);
                 let key = ServiceKey::new(namespace, name);
-                if let Some(controller) = &self.mirroring {
+                for controller in self.running() {
                     controller.service_changed(&key, old.as_deref(), None);
                 }
-                self.service_changed(key);
             }
             Change::PodDeleted { namespace, name } => {
                 if let Some(old) = self.index.pods().delete(namespace, name)
@@ -337,8 +344,8 @@ impl Engine {
                 else {
                     return;
                 };
-                if let Some(controller) = &self.mirroring {
-                    controller.endpoints_changed(old.as_deref(), Some(endpoints));
+                for controller in self.running() {
+                    controller.endpoints_changed(old.as_deref(), Some(endpoints), true);
                 }
             }
             Change::EndpointsDeleted {
@@ -372,10 +379,9 @@ impl Engine {
     fn service_applied(&self, service: Arc<Service>) {
         let key = ServiceKey::of(&service);
         let old = self.index.services().apply(Arc::clone(&service));
-        if let Some(controller) = &self.mirroring {
+        for controller in self.running() {
             controller.service_changed(&key, old.as_deref(), Some(&service));
         }
-        self.service_changed(key);
     }
 
     fn pod_applied(&self, pod: Arc<Pod>) {
@@ -403,40 +409,19 @@ impl Engine {
         let Some(old) = self.index.endpoints().remove(&key) else {
             return;
         };
-        if let Some(controller) = &self.mirroring {
-            controller.endpoints_changed(Some(&old), None);
-        }
-        // The engine's own delete syncs nothing again: a second sync could only delete again,
-        // answered NotFound, and may find the object back in the store for a moment, as a late
-        // watch event of it (its create) arrives before the watch tells of the delete.
-        if origin == Origin::Watch
-            && let Some(controller) = &self.endpoints
-        {
-            controller.deleted(key);
-        }
-    }
-
-    fn service_changed(&self, key: ServiceKey) {
-        if let Some(controller) = &self.endpoints {
-            controller.service_changed(key.clone());
-        }
-        if self.options.controllers.endpointslice {
-            self.endpointslice.changes.force_full(&key);
-            self.endpointslice.queue.add(key);
+        // The engine's own delete queues no sync of the Endpoints controller: it may find the
+        // object back in the store for a moment, as a late watch event of it (its create)
+        // arrives before the watch tells of the delete.
+        for controller in self.running() {
+            controller.endpoints_changed(Some(&old), None, origin == Origin::Watch);
         }
     }
 
     /// One lookup of the services a pod event concerns, for every controller.
     fn queue_for_projection(&self, projection: &PodProjection, pod: &Name) {
         for key in self.index.services_to_update(projection) {
-            if let Some(controller) = &self.endpoints {
-                controller.pod_changed(key.clone(), pod);
-            }
-            if self.options.controllers.endpointslice {
-                self.endpointslice.changes.pod_changed(&key, pod);
-                self.endpointslice
-                    .queue
-                    .add_after(key, self.options.batch_period);
+            for controller in self.running() {
+                controller.pod_changed(&key, pod, true);
             }
         }
     }
@@ -449,20 +434,17 @@ impl Engine {
             .index
             .services_for_pod(&pod.meta.namespace, &pod.meta.labels)
         {
-            if let Some(controller) = &self.endpoints {
-                controller.pod_changed_unqueued(&key, &pod.meta.name);
-            }
-            if self.options.controllers.endpointslice {
-                self.endpointslice.changes.pod_changed(&key, &pod.meta.name);
+            for controller in self.running() {
+                controller.pod_changed(&key, &pod.meta.name, false);
             }
         }
     }
 
-    /// What a controller that has just started does once its caches are filled: the Endpoints
-    /// controller syncs every Endpoints object, so that those left by deleted services go.
+    /// What the controllers do once their caches are filled: the Endpoints controller syncs
+    /// every Endpoints object, so that those left by deleted services go.
     pub fn start(&self) {
-        if let Some(controller) = &self.endpoints {
-            controller.queue_leftovers(self.index.endpoints());
+        for controller in self.running() {
+            controller.started(&self.index);
         }
     }
 
@@ -471,20 +453,8 @@ impl Engine {
     /// sync finds nothing to do where the engine's state is current, and repairs what others
     /// changed without queueing a sync (a slice the tracker never saw, deleted).
     pub fn resync(&self) {
-        for key in self.index.services().keys() {
-            if let Some(controller) = &self.endpoints {
-                controller.queue.add(key.clone());
-            }
-            if self.options.controllers.endpointslice {
-                self.endpointslice.queue.add(key);
-            }
-        }
-        if let Some(controller) = &self.mirroring {
-            for key in self.index.endpoints().keys() {
-                if let Some(endpoints) = self.index.endpoints().get(&key) {
-                    controller.endpoints_changed(Some(&endpoints), Some(&endpoints));
-                }
-            }
+        for controller in self.running() {
+            controller.resync(&self.index);
         }
     }
 
@@ -530,25 +500,14 @@ impl Engine {
     pub fn next_ready_at(&self) -> Option<Duration> {
         self.mark_pods_on_changed_nodes();
         self.recompute_topology_if_needed();
-        [
-            self.endpointslice.queue.next_ready_at(),
-            self.endpoints
-                .as_ref()
-                .and_then(|c| c.queue.next_ready_at()),
-            self.mirroring
-                .as_ref()
-                .and_then(|c| c.queue.next_ready_at()),
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        self.running()
+            .filter_map(|c| c.queue().next_ready_at())
+            .min()
     }
 
     /// Nothing ready, delayed or in progress.
     pub fn is_idle(&self) -> bool {
-        self.endpointslice.queue.is_idle()
-            && self.endpoints.as_ref().is_none_or(|c| c.queue.is_idle())
-            && self.mirroring.as_ref().is_none_or(|c| c.queue.is_idle())
+        self.running().all(|c| c.queue().is_idle())
     }
 
     /// Now, on the engine's clock.

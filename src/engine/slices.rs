@@ -10,7 +10,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use super::Cluster;
-use super::controller::Controller;
+use super::controller::{Controller, Handlers};
 use super::incremental::{ChangeLog, Changes, Located, Locator};
 use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
@@ -31,6 +31,8 @@ pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice";
 
 pub(super) struct EndpointSliceController {
     pub queue: WorkQueue<ServiceKey>,
+    /// `--endpointslice-updates-batch-period`: the delay of pod-triggered syncs.
+    batch_period: Duration,
     /// The generations of the slices this controller wrote (upstream's endpointSliceTracker).
     pub tracker: EndpointSliceTracker,
     triggers: Mutex<TriggerTimeTracker>,
@@ -68,9 +70,10 @@ pub(super) fn managed_slices(index: &Index, key: &ServiceKey) -> Vec<Arc<Endpoin
 }
 
 impl EndpointSliceController {
-    pub fn new(clock: Arc<dyn Clock>) -> Self {
+    pub fn new(batch_period: Duration, clock: Arc<dyn Clock>) -> Self {
         EndpointSliceController {
             queue: WorkQueue::new(QueueConfig::default(), clock),
+            batch_period,
             tracker: EndpointSliceTracker::new(),
             triggers: Mutex::new(TriggerTimeTracker::new()),
             changes: ChangeLog::default(),
@@ -187,12 +190,36 @@ impl EndpointSliceController {
     }
 }
 
-impl Controller for EndpointSliceController {
-    type Prepared = Prepared;
-
+impl Handlers for EndpointSliceController {
     fn queue(&self) -> &WorkQueue<ServiceKey> {
         &self.queue
     }
+
+    fn queue_name(&self) -> &'static str {
+        super::QUEUE_ENDPOINTSLICE
+    }
+
+    fn service_changed(&self, key: &ServiceKey, _: Option<&Service>, _: Option<&Service>) {
+        self.changes.force_full(key);
+        self.queue.add(key.clone());
+    }
+
+    fn pod_changed(&self, key: &ServiceKey, pod: &Name, queued: bool) {
+        self.changes.pod_changed(key, pod);
+        if queued {
+            self.queue.add_after(key.clone(), self.batch_period);
+        }
+    }
+
+    fn resync(&self, index: &Index) {
+        for key in index.services().keys() {
+            self.queue.add(key);
+        }
+    }
+}
+
+impl Controller for EndpointSliceController {
+    type Prepared = Prepared;
 
     /// Everything of a sync that reads only: the plan.
     fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Prepared {

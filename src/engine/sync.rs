@@ -1,7 +1,7 @@
 //! One batch of service syncs: plans computed in parallel, applied in order, results fed back.
 
 use super::Engine;
-use super::controller::Controller;
+use super::controller::Handlers;
 use super::record::{SyncOutcome, SyncRecord};
 use crate::sink::Sink;
 
