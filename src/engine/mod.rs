@@ -385,7 +385,8 @@ impl Engine {
     }
 
     fn pod_applied(&self, pod: Arc<Pod>) {
-        let (old, projection) = self.index.pods().apply_projected(Arc::clone(&pod));
+        // Handed over alone, so that the index can give an update the stored name.
+        let (old, pod, projection) = self.index.pods().apply_projected(pod);
         match (projection, old) {
             (Some(projection), _) => self.queue_for_projection(&projection, &pod.meta.name),
             // Upstream queues nothing, but its next full sync reads the pod as it is now: the

@@ -323,15 +323,16 @@ impl Pods<'_> {
         self.0.apply(pod.into()).0
     }
 
-    /// Stores `pod` and projects the event, as the pod handler needs: the previous version and
-    /// the projection (`None` when no service needs a sync).
+    /// Stores `pod` and projects the event, as the pod handler needs: the previous version, the
+    /// stored one and the projection (`None` when no service needs a sync). Hand the pod over
+    /// with no other owner: an update then shares the stored pod's name.
     pub fn apply_projected(
         &self,
         pod: impl Into<Arc<Pod>>,
-    ) -> (Option<Arc<Pod>>, Option<PodProjection>) {
+    ) -> (Option<Arc<Pod>>, Arc<Pod>, Option<PodProjection>) {
         let (old, new) = self.0.apply(pod.into());
         let projection = pod_projection(old.as_deref(), Some(&new));
-        (old, projection)
+        (old, new, projection)
     }
 
     pub fn delete(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {

@@ -197,16 +197,50 @@ fn apply_projected_gives_the_handler_its_projection() {
             .unwrap_or_default()
     };
 
-    let (old, projection) = index.pods().apply_projected(base());
+    let (old, _, projection) = index.pods().apply_projected(base());
     assert!(old.is_none());
     assert_eq!(to_update(projection), ["ns/web"]);
 
-    let (old, projection) = index.pods().apply_projected(base());
+    let (old, _, projection) = index.pods().apply_projected(base());
     assert!(old.is_some());
     assert_eq!(projection, None, "a resync projects to nothing");
 
     let relabel = updated(|p| p.meta.labels = labels(&[("app", "x")]));
-    let (_, projection) = index.pods().apply_projected(relabel);
+    let (_, _, projection) = index.pods().apply_projected(relabel);
     assert_eq!(to_update(projection), ["ns/web"]);
     assert!(index.members(&key("ns", "web")).is_empty());
+}
+
+/// A watched update brings its own copy of the pod's name; the engine keeps one, the stored
+/// pod's, for every version of a pod.
+#[test]
+fn an_updated_pod_keeps_the_stored_name() {
+    use sliced::change::Change;
+    use sliced::engine::{Engine, EngineOptions};
+    use sliced::queue::{Clock, VirtualClock};
+
+    let engine = Engine::new(
+        EngineOptions::default(),
+        Arc::new(VirtualClock::new()) as Arc<dyn Clock>,
+    );
+    engine.handle(Change::Service(service(
+        "ns",
+        "web",
+        Some(&[("app", "web")]),
+    )));
+    engine.handle(Change::Pod(base()));
+    let first = engine.index().pods().get("ns", "p").unwrap();
+    let update = updated(|p| p.ready = false);
+    assert_ne!(
+        update.meta.name.as_str().as_ptr(),
+        first.meta.name.as_str().as_ptr(),
+        "the update's name is a string of its own"
+    );
+    engine.handle(Change::Pod(update));
+    let stored = engine.index().pods().get("ns", "p").unwrap();
+    assert!(!stored.ready);
+    assert_eq!(
+        stored.meta.name.as_str().as_ptr(),
+        first.meta.name.as_str().as_ptr()
+    );
 }
