@@ -32,8 +32,8 @@ pub(super) trait Handlers: Sync {
     /// for it; otherwise the change is only noted for the next sync, whatever queues it.
     fn pod_changed(&self, _key: &ServiceKey, _pod: &Name, _queued: bool) {}
 
-    /// An Endpoints object was added, changed or deleted (`new` is `None`); `by_watch`: as a
-    /// watch told it, not as this engine's own write returned it.
+    /// An Endpoints object was added, changed or deleted (`new` is `None`). `by_watch` is false
+    /// only for a deletion this engine made itself.
     fn endpoints_changed(
         &self,
         _old: Option<&Endpoints>,
