@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use super::record::{SyncRecord, track_own_writes};
 use super::{Cluster, Engine};
 use crate::index::{Index, ServiceKey};
-use crate::model::{Endpoints, Name, Service};
+use crate::model::{Endpoints, Name, Node, Service};
 use crate::queue::WorkQueue;
 use crate::reconcile::Event;
 use crate::sink::Sink;
@@ -41,6 +41,10 @@ pub(super) trait Handlers: Sync {
         _by_watch: bool,
     ) {
     }
+
+    /// A Node was added, changed (not a heartbeat: something kept moved) or deleted (`new` is
+    /// `None`).
+    fn node_changed(&self, _old: Option<&Node>, _new: Option<&Node>) {}
 
     /// Once its caches are filled, before the first sync.
     fn started(&self, _index: &Index) {}

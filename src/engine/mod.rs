@@ -323,11 +323,10 @@ impl Engine {
                 }
             }
             Change::NodeDeleted { name } => {
-                if self.index.nodes().delete(name).is_some() {
-                    self.endpointslice.changes.node_changed(name);
-                    self.endpointslice
-                        .topology_dirty
-                        .store(true, Ordering::Release);
+                if let Some(old) = self.index.nodes().delete(name) {
+                    for controller in self.running() {
+                        controller.node_changed(Some(&old), None);
+                    }
                 }
             }
             Change::EndpointSlice(slice) => self.slice_stored(Arc::clone(slice), Origin::Watch),
@@ -364,15 +363,8 @@ impl Engine {
         if old.as_ref().is_some_and(|old| **old == *node) {
             return;
         }
-        // An endpoint reads only a node's existence and zone; readiness and CPU matter to hints,
-        // whose services always sync in full.
-        if old.as_ref().is_none_or(|old| old.zone() != node.zone()) {
-            self.endpointslice.changes.node_changed(&node.name);
-        }
-        if old.is_none_or(|old| old.ready != node.ready || old.zone() != node.zone()) {
-            self.endpointslice
-                .topology_dirty
-                .store(true, Ordering::Release);
+        for controller in self.running() {
+            controller.node_changed(old.as_deref(), Some(&node));
         }
     }
 

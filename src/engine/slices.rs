@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::{Mutex, RwLock};
@@ -15,7 +15,7 @@ use super::incremental::{ChangeLog, Changes, Located, Locator};
 use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
 use crate::index::{Index, ServiceKey};
-use crate::model::{AddressType, EndpointSlice, Name, Pod, Service, ServiceType, keys};
+use crate::model::{AddressType, EndpointSlice, Name, Node, Pod, Service, ServiceType, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::slices::{
     IncrementalInput, SyncInput, address_types, reconcile, reconcile_incremental,
@@ -208,6 +208,25 @@ impl Handlers for EndpointSliceController {
         self.changes.pod_changed(key, pod);
         if queued {
             self.queue.add_after(key.clone(), self.batch_period);
+        }
+    }
+
+    /// An endpoint reads only a node's existence and zone: the pods on a node that came, went or
+    /// moved zone count as changed at the next sync (upstream queues nothing for a node).
+    /// Readiness and zones also feed the topology cache, recomputed once before the next batch.
+    fn node_changed(&self, old: Option<&Node>, new: Option<&Node>) {
+        let Some(name) = new.or(old).map(|n| &n.name) else {
+            return;
+        };
+        let (zone_moved, ready_moved) = match (old, new) {
+            (Some(old), Some(new)) => (old.zone() != new.zone(), old.ready != new.ready),
+            _ => (true, true),
+        };
+        if zone_moved {
+            self.changes.node_changed(name);
+        }
+        if zone_moved || ready_moved {
+            self.topology_dirty.store(true, Ordering::Release);
         }
     }
 
