@@ -329,11 +329,24 @@ impl Sliced {
                 kubeconfig,
                 ..
             } => {
-                let _ = Command::new("kill")
-                    .args(["-TERM", &child.0.id().to_string()])
-                    .status();
-                let status = child.0.wait().unwrap();
                 let _ = std::fs::remove_file(kubeconfig);
+                // SIGTERM, as a kubelet stops it, where a `kill` command is at hand; then a
+                // prompt, clean exit. Without one, the child is killed when dropped.
+                let sent = Command::new("kill")
+                    .args(["-TERM", &child.0.id().to_string()])
+                    .status()
+                    .is_ok_and(|s| s.success());
+                if !sent {
+                    return;
+                }
+                let deadline = Instant::now() + Duration::from_secs(30);
+                let status = loop {
+                    if let Some(status) = child.0.try_wait().unwrap() {
+                        break status;
+                    }
+                    assert!(Instant::now() < deadline, "sliced run ignored SIGTERM");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                };
                 assert!(status.success(), "sliced run ended with {status}");
             }
         }
