@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::incremental::ChangeLog;
 use super::record::{SyncRecord, track_own_writes};
 use super::{Cluster, Engine};
 use crate::index::{Index, ServiceKey};
@@ -75,6 +76,36 @@ pub(super) trait Controller: Handlers {
     /// The generation tracker of the slices this controller writes, told of its own writes.
     fn slice_tracker(&self) -> Option<&EndpointSliceTracker> {
         None
+    }
+}
+
+/// The handlers the controllers of selected pods (EndpointSlice, Endpoints) share, as upstream's
+/// do: a Service change makes the next sync full and queues it at once; a pod change is noted for
+/// the next sync, and queues one after the batch period when upstream's projection says so; a
+/// resync queues every Service.
+pub(super) struct PodRules<'a> {
+    pub changes: &'a ChangeLog,
+    pub queue: &'a WorkQueue<ServiceKey>,
+    pub batch_period: Duration,
+}
+
+impl PodRules<'_> {
+    pub fn service_changed(&self, key: &ServiceKey) {
+        self.changes.force_full(key);
+        self.queue.add(key.clone());
+    }
+
+    pub fn pod_changed(&self, key: &ServiceKey, pod: &Name, queued: bool) {
+        self.changes.pod_changed(key, pod);
+        if queued {
+            self.queue.add_after(key.clone(), self.batch_period);
+        }
+    }
+
+    pub fn resync(&self, index: &Index) {
+        for key in index.services().keys() {
+            self.queue.add(key);
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use ahash::RandomState;
 use dashmap::DashMap;
 
 use super::Cluster;
-use super::controller::{Controller, Handlers};
+use super::controller::{Controller, Handlers, PodRules};
 use super::incremental::ChangeLog;
 use super::record::{SyncOutcome, SyncRecord};
 use crate::index::{EndpointsStore, Index, ServiceKey};
@@ -151,6 +151,16 @@ impl EndpointsController {
     }
 }
 
+impl EndpointsController {
+    fn rules(&self) -> PodRules<'_> {
+        PodRules {
+            changes: &self.changes,
+            queue: &self.queue,
+            batch_period: self.batch_period,
+        }
+    }
+}
+
 impl Handlers for EndpointsController {
     fn queue(&self) -> &WorkQueue<ServiceKey> {
         &self.queue
@@ -161,15 +171,11 @@ impl Handlers for EndpointsController {
     }
 
     fn service_changed(&self, key: &ServiceKey, _: Option<&Service>, _: Option<&Service>) {
-        self.changes.force_full(key);
-        self.queue.add(key.clone());
+        self.rules().service_changed(key);
     }
 
     fn pod_changed(&self, key: &ServiceKey, pod: &Name, queued: bool) {
-        self.changes.pod_changed(key, pod);
-        if queued {
-            self.queue.add_after(key.clone(), self.batch_period);
-        }
+        self.rules().pod_changed(key, pod, queued);
     }
 
     /// A deletion the watch told of: the service is synced, which recreates the object if still
@@ -192,9 +198,7 @@ impl Handlers for EndpointsController {
     }
 
     fn resync(&self, index: &Index) {
-        for key in index.services().keys() {
-            self.queue.add(key);
-        }
+        self.rules().resync(index);
     }
 }
 

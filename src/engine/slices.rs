@@ -10,7 +10,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use super::Cluster;
-use super::controller::{Controller, Handlers};
+use super::controller::{Controller, Handlers, PodRules};
 use super::incremental::{ChangeLog, Changes, Located, Locator};
 use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
@@ -190,6 +190,16 @@ impl EndpointSliceController {
     }
 }
 
+impl EndpointSliceController {
+    fn rules(&self) -> PodRules<'_> {
+        PodRules {
+            changes: &self.changes,
+            queue: &self.queue,
+            batch_period: self.batch_period,
+        }
+    }
+}
+
 impl Handlers for EndpointSliceController {
     fn queue(&self) -> &WorkQueue<ServiceKey> {
         &self.queue
@@ -200,15 +210,11 @@ impl Handlers for EndpointSliceController {
     }
 
     fn service_changed(&self, key: &ServiceKey, _: Option<&Service>, _: Option<&Service>) {
-        self.changes.force_full(key);
-        self.queue.add(key.clone());
+        self.rules().service_changed(key);
     }
 
     fn pod_changed(&self, key: &ServiceKey, pod: &Name, queued: bool) {
-        self.changes.pod_changed(key, pod);
-        if queued {
-            self.queue.add_after(key.clone(), self.batch_period);
-        }
+        self.rules().pod_changed(key, pod, queued);
     }
 
     /// An endpoint reads only a node's existence and zone: the pods on a node that came, went or
@@ -231,9 +237,7 @@ impl Handlers for EndpointSliceController {
     }
 
     fn resync(&self, index: &Index) {
-        for key in index.services().keys() {
-            self.queue.add(key);
-        }
+        self.rules().resync(index);
     }
 }
 
