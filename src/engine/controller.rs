@@ -12,7 +12,7 @@ use super::incremental::ChangeLog;
 use super::record::{SyncRecord, track_own_writes};
 use super::{Cluster, Engine};
 use crate::index::{Index, ServiceKey};
-use crate::model::{Endpoints, Name, Node, Service};
+use crate::model::{EndpointSlice, Endpoints, Name, Node, Service};
 use crate::queue::WorkQueue;
 use crate::reconcile::Event;
 use crate::sink::Sink;
@@ -46,6 +46,27 @@ pub(super) trait Handlers: Sync {
     /// A Node was added, changed (not a heartbeat: something kept moved) or deleted (`new` is
     /// `None`).
     fn node_changed(&self, _old: Option<&Node>, _new: Option<&Node>) {}
+
+    /// The managed-by value of the slices this controller writes, when it writes slices: the
+    /// index keeps those for it, and tells it of their changes through `slice_changed`.
+    fn slice_manager(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// A slice was stored or deleted (`new` is `None`) that this controller manages, or managed:
+    /// `old` is the version of its slices the index held, `new` the slice as the API server
+    /// stored it, whoever manages it now. `by_watch` is false for the API server's answer to the
+    /// engine's own write.
+    fn slice_changed(
+        &self,
+        _old: Option<&EndpointSlice>,
+        _new: Option<&EndpointSlice>,
+        _by_watch: bool,
+    ) {
+    }
+
+    /// Before a batch is taken from the queue: what many changes asked for, done once.
+    fn before_batch(&self, _index: &Index) {}
 
     /// Once its caches are filled, before the first sync.
     fn started(&self, _index: &Index) {}

@@ -53,29 +53,6 @@ impl MirroringController {
         }
     }
 
-    /// A slice stored by the API server: kept in the index's mirrored slices when it is ours.
-    pub fn slice_stored(&self, index: &Index, slice: &Arc<EndpointSlice>) {
-        let old = index.mirrored_slices().apply(Arc::clone(slice));
-        let keys: tracker::Queued = match old.as_deref() {
-            None => tracker::on_slice_add(&self.tracker, slice)
-                .transpose()
-                .into_iter()
-                .collect(),
-            Some(old) => tracker::on_slice_update(&self.tracker, old, slice),
-        };
-        for key in keys.into_iter().flatten() {
-            self.queue.add_after(key, self.batch_period);
-        }
-    }
-
-    pub fn slice_deleted(&self, index: &Index, namespace: &str, name: &str) {
-        if let Some(old) = index.mirrored_slices().delete(namespace, name)
-            && let Ok(Some(key)) = tracker::on_slice_delete(&self.tracker, &old)
-        {
-            self.queue.add_after(key, self.batch_period);
-        }
-    }
-
     fn plan(
         &self,
         service: Option<&Service>,
@@ -107,6 +84,22 @@ impl MirroringController {
 impl Handlers for MirroringController {
     fn queue(&self) -> &WorkQueue<ServiceKey> {
         &self.queue
+    }
+
+    fn slice_manager(&self) -> Option<&'static str> {
+        Some(keys::MIRRORING_CONTROLLER)
+    }
+
+    /// A mirrored slice that someone else changed or deleted queues its service, as the
+    /// generation tracker says.
+    fn slice_changed(&self, old: Option<&EndpointSlice>, new: Option<&EndpointSlice>, _: bool) {
+        // A slice without its service-name label names no service to sync.
+        for key in tracker::on_slice_changed(&self.tracker, old, new)
+            .into_iter()
+            .flatten()
+        {
+            self.queue.add_after(key, self.batch_period);
+        }
     }
 
     fn queue_name(&self) -> &'static str {

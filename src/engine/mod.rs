@@ -13,7 +13,6 @@ mod slices;
 mod sync;
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -24,7 +23,6 @@ use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
 use crate::model::{EndpointSlice, Meta, Name, Node, Pod, Service, compare_resource_versions};
 use crate::queue::{Clock, QueueMetrics, WorkQueue};
 use crate::reconcile::{Event, Options};
-use crate::tracker;
 use controller::Handlers;
 
 pub use endpoints::ENDPOINTS_CONTROLLER;
@@ -33,9 +31,6 @@ pub use mirroring::MIRRORING_CONTROLLER;
 pub use record::{SyncOutcome, SyncRecord};
 pub use slice_metrics::{CacheEntry, SliceSyncMetrics, TypeSyncMetrics};
 pub use slices::ENDPOINTSLICE_CONTROLLER;
-
-/// Slice-triggered syncs wait at least this long, so that the controller's own writes settle.
-const SLICE_SYNC_MIN_DELAY: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug)]
 pub struct EngineOptions {
@@ -162,22 +157,6 @@ fn reads_differ(old: &crate::model::Pod, new: &crate::model::Pod) -> bool {
         || (!Arc::ptr_eq(&old.named_ports, &new.named_ports) && old.named_ports != new.named_ports)
 }
 
-/// Nothing the reconcilers read differs: a watch echo of the engine's own write, a relist or a
-/// resync, or someone's edit that changed nothing kept here.
-fn same_content(old: &EndpointSlice, new: &EndpointSlice) -> bool {
-    std::ptr::eq(old, new)
-        || (old.meta.uid == new.meta.uid
-            && old.meta.name == new.meta.name
-            && old.meta.namespace == new.meta.namespace
-            && old.meta.deletion_timestamp == new.meta.deletion_timestamp
-            && old.meta.labels == new.meta.labels
-            && old.meta.annotations == new.meta.annotations
-            && old.owner_references == new.owner_references
-            && old.address_type == new.address_type
-            && old.ports == new.ports
-            && old.endpoints == new.endpoints)
-}
-
 /// What every controller's sync reads of the cluster, beside its own state.
 struct Cluster<'a> {
     index: &'a Index,
@@ -187,8 +166,8 @@ struct Cluster<'a> {
 
 pub struct Engine {
     options: EngineOptions,
-    /// The EndpointSlice controller. Its state is kept even when it does not run: the slice
-    /// index and locator serve the others.
+    /// The EndpointSlice controller, built even when it does not run (its queue then stays
+    /// empty), as `Engine::queue` hands its queue out.
     endpointslice: slices::EndpointSliceController,
     /// The Endpoints controller, when it runs.
     endpoints: Option<endpoints::EndpointsController>,
@@ -290,10 +269,6 @@ impl Engine {
     /// Events recorded on services so far, and forgets them.
     pub fn take_events(&self) -> Vec<(ServiceKey, Event)> {
         std::mem::take(&mut *self.events.lock())
-    }
-
-    fn slice_delay(&self) -> Duration {
-        self.options.batch_period.max(SLICE_SYNC_MIN_DELAY)
     }
 
     /// Takes in one change as a watch delivers it, and queues the services it concerns, with
@@ -451,48 +426,16 @@ impl Engine {
         }
     }
 
-    /// Nodes were added, deleted or moved zone: the pods on them count as changed in the services
-    /// selecting them, so that their next sync rebuilds those endpoints (and only those). Nothing is
-    /// queued, as upstream queues nothing for a node.
-    fn mark_pods_on_changed_nodes(&self) {
-        let nodes = self.endpointslice.changes.take_changed_nodes();
-        if nodes.is_empty() {
-            return;
-        }
-        for (key, pod) in self.index.members_on_nodes(&nodes) {
-            self.endpointslice.changes.pod_changed(&key, &pod);
-        }
-    }
-
-    /// Node readiness or zones changed: recompute zone ratios and resync services whose hints no
-    /// longer fit. Done once before a batch, however many node events came (upstream's topology
-    /// queue has one constant key for the same reason).
-    fn recompute_topology_if_needed(&self) {
-        if !self
-            .endpointslice
-            .topology_dirty
-            .swap(false, Ordering::AcqRel)
-        {
-            return;
-        }
-        let nodes = self.index.nodes().snapshot();
-        let overloaded = {
-            let mut topology = self.endpointslice.topology.write();
-            topology.set_nodes(nodes.values().map(|node| &**node));
-            topology.overloaded_services()
-        };
-        for key in overloaded {
-            if let Some(key) = ServiceKey::parse(&key) {
-                self.endpointslice.changes.force_full(&key);
-                self.endpointslice.queue.add(key);
-            }
+    /// What each running controller does once before a batch.
+    fn before_batch(&self) {
+        for controller in self.running() {
+            controller.before_batch(&self.index);
         }
     }
 
     /// When the next delayed service becomes ready, if any.
     pub fn next_ready_at(&self) -> Option<Duration> {
-        self.mark_pods_on_changed_nodes();
-        self.recompute_topology_if_needed();
+        self.before_batch();
         self.running()
             .filter_map(|c| c.queue().next_ready_at())
             .min()
@@ -509,34 +452,17 @@ impl Engine {
     }
 
     /// A slice stored by the API server: as its watch delivers it, or as one of the engine's own
-    /// writes returned it.
+    /// writes returned it. Each slice store keeps it or lets it go by its managed-by label.
     fn slice_stored(&self, slice: Arc<EndpointSlice>, origin: Origin) {
         let held = self.stored_slice(&slice.meta.namespace, &slice.meta.name);
         if held.is_some_and(|held| older_than(&slice.meta, &held.meta)) {
             return;
         }
-        if let Some(controller) = &self.mirroring {
-            controller.slice_stored(&self.index, &slice);
-        }
-        let old = self.index.slices().apply(Arc::clone(&slice));
-        let managed = crate::index::is_managed(&slice);
-        self.endpointslice
-            .locator
-            .slice_changed(old.as_deref(), managed.then_some(&*slice));
-        if origin == Origin::Watch && old.as_deref().is_none_or(|old| !same_content(old, &slice)) {
-            self.slices_changed_by_others(old.as_deref());
-            self.slices_changed_by_others(managed.then_some(&*slice));
-        }
-        let keys: tracker::Queued = match &old {
-            None => tracker::on_slice_add(&self.endpointslice.tracker, &slice)
-                .transpose()
-                .into_iter()
-                .collect(),
-            Some(old) => tracker::on_slice_update(&self.endpointslice.tracker, old, &slice),
-        };
-        // A slice without its service-name label names no service to sync.
-        for key in keys.into_iter().flatten() {
-            self.queue_for_slice_event(key);
+        for store in self.index.slice_stores() {
+            let old = store.apply(Arc::clone(&slice));
+            if old.is_some() || store.keeps(&slice) {
+                self.slice_changed(store.manager(), old.as_deref(), Some(&slice), origin);
+            }
         }
     }
 
@@ -550,35 +476,25 @@ impl Engine {
         {
             return;
         }
-        if let Some(controller) = &self.mirroring {
-            controller.slice_deleted(&self.index, namespace, name);
-        }
-        let Some(old) = self.index.slices().delete(namespace, name) else {
-            return;
-        };
-        self.endpointslice.locator.slice_changed(Some(&old), None);
-        if origin == Origin::Watch {
-            self.slices_changed_by_others(Some(&old));
-        }
-        if let Ok(Some(key)) = tracker::on_slice_delete(&self.endpointslice.tracker, &old) {
-            self.queue_for_slice_event(key);
+        for store in self.index.slice_stores() {
+            if let Some(old) = store.delete(namespace, name) {
+                self.slice_changed(store.manager(), Some(&old), None, origin);
+            }
         }
     }
 
-    /// A managed slice changed, not by the engine's own write: the service's slices may no longer
-    /// be what its last sync left, so its next sync is full. Whether a sync is queued is upstream's
-    /// question, answered by the tracker.
-    fn slices_changed_by_others(&self, slice: Option<&EndpointSlice>) {
-        if let Some(key) = slice.and_then(|s| tracker::service_of_slice(s).ok()) {
-            self.endpointslice.changes.force_full(&key);
-        }
-    }
-
-    /// A slice event the tracker says needs a sync.
-    fn queue_for_slice_event(&self, key: ServiceKey) {
-        if self.options.controllers.endpointslice {
-            self.endpointslice.changes.force_full(&key);
-            self.endpointslice.queue.add_after(key, self.slice_delay());
+    /// Tells the running controller that manages `manager`'s slices of a change to one.
+    fn slice_changed(
+        &self,
+        manager: &str,
+        old: Option<&EndpointSlice>,
+        new: Option<&EndpointSlice>,
+        origin: Origin,
+    ) {
+        for controller in self.running() {
+            if controller.slice_manager() == Some(manager) {
+                controller.slice_changed(old, new, origin == Origin::Watch);
+            }
         }
     }
 

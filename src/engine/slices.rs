@@ -14,7 +14,7 @@ use super::controller::{Controller, Handlers, PodRules};
 use super::incremental::{ChangeLog, Changes, Located, Locator};
 use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
-use crate::index::{Index, ServiceKey};
+use crate::index::{Index, ServiceKey, is_managed};
 use crate::model::{AddressType, EndpointSlice, Name, Node, Pod, Service, ServiceType, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::slices::{
@@ -24,7 +24,7 @@ use crate::reconcile::slices::{
 use crate::reconcile::topology::TopologyCache;
 use crate::reconcile::{Event, Plan};
 use crate::sink::Sink;
-use crate::tracker::{EndpointSliceTracker, TriggerTimeTracker};
+use crate::tracker::{self, EndpointSliceTracker, TriggerTimeTracker};
 
 /// The controller name in sync records and events.
 pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice";
@@ -34,15 +34,15 @@ pub(super) struct EndpointSliceController {
     /// `--endpointslice-updates-batch-period`: the delay of pod-triggered syncs.
     batch_period: Duration,
     /// The generations of the slices this controller wrote (upstream's endpointSliceTracker).
-    pub tracker: EndpointSliceTracker,
+    tracker: EndpointSliceTracker,
     triggers: Mutex<TriggerTimeTracker>,
     /// What changed since each service's last sync.
-    pub changes: ChangeLog,
+    changes: ChangeLog,
     /// Which slices hold each pod's endpoints.
-    pub locator: Locator,
-    pub topology: RwLock<TopologyCache>,
+    locator: Locator,
+    topology: RwLock<TopologyCache>,
     /// Nodes changed in a way that moves zone ratios since topology was last computed.
-    pub topology_dirty: AtomicBool,
+    topology_dirty: AtomicBool,
 }
 
 pub(super) enum Prepared {
@@ -190,6 +190,22 @@ impl EndpointSliceController {
     }
 }
 
+/// Nothing the reconcilers read differs: a watch echo of the engine's own write, a relist or a
+/// resync, or someone's edit that changed nothing kept here.
+fn same_content(old: &EndpointSlice, new: &EndpointSlice) -> bool {
+    std::ptr::eq(old, new)
+        || (old.meta.uid == new.meta.uid
+            && old.meta.name == new.meta.name
+            && old.meta.namespace == new.meta.namespace
+            && old.meta.deletion_timestamp == new.meta.deletion_timestamp
+            && old.meta.labels == new.meta.labels
+            && old.meta.annotations == new.meta.annotations
+            && old.owner_references == new.owner_references
+            && old.address_type == new.address_type
+            && old.ports == new.ports
+            && old.endpoints == new.endpoints)
+}
+
 impl EndpointSliceController {
     fn rules(&self) -> PodRules<'_> {
         PodRules {
@@ -233,6 +249,71 @@ impl Handlers for EndpointSliceController {
         }
         if zone_moved || ready_moved {
             self.topology_dirty.store(true, Ordering::Release);
+        }
+    }
+
+    fn slice_manager(&self) -> Option<&'static str> {
+        Some(keys::ENDPOINTSLICE_CONTROLLER)
+    }
+
+    /// Keeps the locator current. A slice someone else changed means the service's slices may no
+    /// longer be what its last sync left, so its next sync is full; whether a sync is queued is
+    /// the generation tracker's answer, as upstream's.
+    fn slice_changed(
+        &self,
+        old: Option<&EndpointSlice>,
+        new: Option<&EndpointSlice>,
+        by_watch: bool,
+    ) {
+        let managed = new.filter(|new| is_managed(new));
+        self.locator.slice_changed(old, managed);
+        let others = by_watch
+            && !old
+                .zip(new)
+                .is_some_and(|(old, new)| same_content(old, new));
+        if others {
+            for slice in [old, managed].into_iter().flatten() {
+                if let Ok(key) = tracker::service_of_slice(slice) {
+                    self.changes.force_full(&key);
+                }
+            }
+        }
+        // A slice without its service-name label names no service to sync.
+        for key in tracker::on_slice_changed(&self.tracker, old, new)
+            .into_iter()
+            .flatten()
+        {
+            self.changes.force_full(&key);
+            self.queue
+                .add_after(key, tracker::slice_event_delay(self.batch_period));
+        }
+    }
+
+    /// Pods on nodes that came, went or moved zone count as changed in the services selecting
+    /// them; zone ratios are recomputed when node readiness or zones moved, and services whose
+    /// hints no longer fit are synced in full. Once per batch, however many node events came
+    /// (upstream's topology queue has one constant key for the same reason).
+    fn before_batch(&self, index: &Index) {
+        let nodes = self.changes.take_changed_nodes();
+        if !nodes.is_empty() {
+            for (key, pod) in index.members_on_nodes(&nodes) {
+                self.changes.pod_changed(&key, &pod);
+            }
+        }
+        if !self.topology_dirty.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let nodes = index.nodes().snapshot();
+        let overloaded = {
+            let mut topology = self.topology.write();
+            topology.set_nodes(nodes.values().map(|node| &**node));
+            topology.overloaded_services()
+        };
+        for key in overloaded {
+            if let Some(key) = ServiceKey::parse(&key) {
+                self.changes.force_full(&key);
+                self.queue.add(key);
+            }
         }
     }
 

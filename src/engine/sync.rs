@@ -10,8 +10,7 @@ impl Engine {
     /// to `sink`: the EndpointSlice controller's, then the Endpoints controller's, then the
     /// mirroring controller's, each in the order they became ready.
     pub fn sync_ready(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
-        self.mark_pods_on_changed_nodes();
-        self.recompute_topology_if_needed();
+        self.before_batch();
         let max = self.options.max_batch;
         // Every queue is read before anything is written, so that no sync of this batch waits for
         // another's writes.
@@ -60,8 +59,7 @@ impl Engine {
     /// Endpoints are left over) last; then the mirroring controller's keys in the same order, so
     /// that it reads what the Endpoints controller wrote.
     pub fn sync_once(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
-        self.mark_pods_on_changed_nodes();
-        self.recompute_topology_if_needed();
+        self.before_batch();
         let services = self.index.services();
         let order = |key: &crate::index::ServiceKey| {
             let gone = services.get(&key.namespace, &key.name).is_none();

@@ -74,9 +74,15 @@ impl Index {
         &self.slices
     }
 
-    /// The mirroring controller's slices (filled while it runs).
+    /// The mirroring controller's slices.
     pub fn mirrored_slices(&self) -> &SliceStore {
         &self.mirrored_slices
+    }
+
+    /// Every slice store, one per managed-by value kept: a stored slice goes to each, and each
+    /// keeps it or lets it go.
+    pub fn slice_stores(&self) -> [&SliceStore; 2] {
+        [&self.slices, &self.mirrored_slices]
     }
 
     /// Every Endpoints object, the Endpoints controller's own and others'.

@@ -83,7 +83,13 @@ impl SliceStore {
         }
     }
 
-    fn keeps(&self, slice: &EndpointSlice) -> bool {
+    /// The managed-by value of the slices kept.
+    pub fn manager(&self) -> &'static str {
+        self.manager
+    }
+
+    /// Whether `slice` belongs here: it carries this store's managed-by value.
+    pub fn keeps(&self, slice: &EndpointSlice) -> bool {
         slice.managed_by().map(|m| m.as_str()) == Some(self.manager)
     }
 

@@ -73,6 +73,23 @@ pub fn on_slice_update(
     queued
 }
 
+/// Any slice event: an add (`old` is `None`), an update or a deletion (`new` is `None`).
+pub fn on_slice_changed(
+    tracker: &EndpointSliceTracker,
+    old: Option<&EndpointSlice>,
+    new: Option<&EndpointSlice>,
+) -> Queued {
+    match (old, new) {
+        (None, Some(new)) => on_slice_add(tracker, new).transpose().into_iter().collect(),
+        (Some(old), Some(new)) => on_slice_update(tracker, old, new),
+        (Some(old), None) => on_slice_delete(tracker, old)
+            .transpose()
+            .into_iter()
+            .collect(),
+        (None, None) => Queued::new(),
+    }
+}
+
 /// A slice left the cache (the final state of a tombstone will do). Only slices that are ours and
 /// tracked count: the tracker forgets the UID, and the service is queued when the deletion was
 /// not one the controller made. Deleting a slice the controller has not written since it started

@@ -18,8 +18,8 @@ use std::sync::LazyLock;
 use crate::model::{EndpointSlice, Name, intern, keys};
 
 pub use events::{
-    Queued, SLICE_CHANGE_MIN_SYNC_DELAY, is_managed_by_controller, on_slice_add, on_slice_delete,
-    on_slice_update, slice_event_delay,
+    Queued, SLICE_CHANGE_MIN_SYNC_DELAY, is_managed_by_controller, on_slice_add, on_slice_changed,
+    on_slice_delete, on_slice_update, slice_event_delay,
 };
 pub use generations::{EndpointSliceTracker, Expectation};
 pub use trigger::TriggerTimeTracker;
