@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahash::RandomState;
-use dashmap::DashMap;
+use dashmap::{DashMap, DashSet};
 
 use super::Cluster;
 use super::controller::{Controller, Handlers, PodRules};
@@ -26,6 +26,12 @@ pub const ENDPOINTS_CONTROLLER: &str = "endpoints";
 
 const STALE_MESSAGE: &str = "endpoints informer cache is out of date";
 
+/// How long a sync queued by someone else's deletion of an Endpoints object waits (at least).
+/// The API server deletes a Service's Endpoints with the Service, and its two watches deliver
+/// the deletions in either order: a sync run at once could recreate the Endpoints of a Service
+/// whose deletion is a moment behind, then delete them again. Upstream syncs at once.
+const DELETED_BY_OTHERS_SYNC_DELAY: Duration = Duration::from_secs(1);
+
 pub(super) struct EndpointsController {
     pub queue: WorkQueue<ServiceKey>,
     /// `--endpoint-updates-batch-period`: the delay of pod-triggered syncs.
@@ -36,6 +42,9 @@ pub(super) struct EndpointsController {
     changes: ChangeLog,
     /// The resourceVersion an update replaced, per service: a cache still showing it is stale.
     stale_versions: DashMap<ServiceKey, Name, RandomState>,
+    /// Services deleted since their key's last sync and no Endpoints event since: the API server
+    /// deleted their Endpoints with them, whatever the watch still shows.
+    deleted_with_service: DashSet<ServiceKey, RandomState>,
 }
 
 /// Pods by name as they are now: `None` when deleted or no longer selected.
@@ -55,6 +64,7 @@ impl EndpointsController {
             triggers: TriggerTimeTracker::new(),
             changes: ChangeLog::default(),
             stale_versions: DashMap::default(),
+            deleted_with_service: DashSet::default(),
         }
     }
 
@@ -170,7 +180,10 @@ impl Handlers for EndpointsController {
         super::QUEUE_ENDPOINTS
     }
 
-    fn service_changed(&self, key: &ServiceKey, _: Option<&Service>, _: Option<&Service>) {
+    fn service_changed(&self, key: &ServiceKey, _: Option<&Service>, new: Option<&Service>) {
+        if new.is_none() {
+            self.deleted_with_service.insert(key.clone());
+        }
         self.rules().service_changed(key);
     }
 
@@ -178,13 +191,21 @@ impl Handlers for EndpointsController {
         self.rules().pod_changed(key, pod, queued);
     }
 
-    /// A deletion the watch told of: the service is synced, which recreates the object if still
-    /// wanted (upstream watches nothing else of Endpoints). The engine's own delete syncs nothing
-    /// again: a second sync could only delete again, answered NotFound.
+    /// Any event of the object tells what is on the API server: a Service deleted before it no
+    /// longer says more. A deletion the watch told of: the service is synced, which recreates the object if still
+    /// wanted (upstream watches nothing else of Endpoints), after the batch period and at least
+    /// [`DELETED_BY_OTHERS_SYNC_DELAY`]. The engine's own delete syncs nothing again: a second
+    /// sync could only delete again, answered NotFound.
     fn endpoints_changed(&self, old: Option<&Endpoints>, new: Option<&Endpoints>, by_watch: bool) {
+        if let Some(meta) = new.or(old).map(|e| &e.meta) {
+            self.deleted_with_service
+                .remove(&ServiceKey::new(&meta.namespace, &meta.name));
+        }
         if let (Some(old), None, true) = (old, new, by_watch) {
-            self.queue
-                .add(ServiceKey::new(&old.meta.namespace, &old.meta.name));
+            self.queue.add_after(
+                ServiceKey::new(&old.meta.namespace, &old.meta.name),
+                self.batch_period.max(DELETED_BY_OTHERS_SYNC_DELAY),
+            );
         }
     }
 
@@ -212,6 +233,7 @@ impl Controller for EndpointsController {
             self.triggers.delete_service(&key.namespace, &key.name);
             self.changes.forget(key);
             self.stale_versions.remove(key);
+            self.deleted_with_service.remove(key);
             // The API server deletes a Service's Endpoints with it; one the watch has shown gone
             // needs no delete (upstream sends one anyway, and gets 404).
             if store.get(key).is_none() {
@@ -223,7 +245,12 @@ impl Controller for EndpointsController {
             return Prepared::Nothing;
         }
         let changed = self.changed_pods(index, key, &service);
-        let current = store.get(key);
+        // A Service recreated before the watch shows the old one's Endpoints gone: they went with
+        // it, and an update of them would be refused (NotFound). Created instead, as upstream's
+        // retry does after that refusal. Should they still be there, the create is refused and
+        // the retry updates.
+        let deleted_with_service = self.deleted_with_service.remove(key).is_some();
+        let current = store.get(key).filter(|_| !deleted_with_service);
         let stale = current.as_ref().is_some_and(|current| {
             self.stale_versions
                 .get(key)
