@@ -1,21 +1,23 @@
-//! What the engine asks of every controller: which changes it wants ([`Handlers`], upstream's
-//! informer event handlers), and for the one loop its queue, a plan for a key read from the index
-//! (made in parallel with other keys' plans), and that plan carried out (in order). Adding a
-//! controller is a module that implements [`Controller`], a field of `Engine` and a line in
-//! `Engine::running` and in the loop (`sync.rs`).
+//! What the engine asks of every controller, the one loop that drives them, and what each sync
+//! reports. A controller says which changes it wants ([`Handlers`], upstream's informer event
+//! handlers), and gives the loop its queue, a plan for a key read from the index (made in
+//! parallel with other keys' plans), and that plan carried out (in order), told as a
+//! [`SyncRecord`]. Adding a controller is a module that implements [`Controller`], a field of
+//! `Engine` and a line in `Engine::running` and in the loop below.
 
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
 use super::incremental::ChangeLog;
-use super::record::{SyncRecord, track_own_writes};
+use super::slice_metrics::SliceSyncMetrics;
 use super::{Cluster, Engine};
 use crate::index::{Index, ServiceKey};
 use crate::model::{EndpointSlice, Endpoints, Name, Node, Service};
-use crate::queue::WorkQueue;
-use crate::reconcile::Event;
-use crate::sink::Sink;
+use crate::queue::{RetryDecision, WorkQueue};
+use crate::reconcile::{Event, Plan};
+use crate::sink::apply::{AppliedWrite, TypeStatus, apply_plan};
+use crate::sink::{Object, Sink, Verb};
 use crate::tracker::EndpointSliceTracker;
 
 /// The changes a controller wants, each queueing what it concerns with the controller's own
@@ -200,7 +202,9 @@ impl Engine {
         self.observe_own_writes(&record);
         record.took = took + started.elapsed();
         self.count(&record);
-        self.check_after_sync(&record);
+        if self.options.check_invariants {
+            self.check_after_sync(&record);
+        }
         record
     }
 
@@ -217,5 +221,245 @@ impl Engine {
             .into_iter()
             .map(|p| self.finish(controller, p, sink, at))
             .collect()
+    }
+}
+
+impl Engine {
+    /// Takes the services that are ready now, reconciles them in parallel and applies their plans
+    /// to `sink`: the EndpointSlice controller's, then the Endpoints controller's, then the
+    /// mirroring controller's, each in the order they became ready.
+    pub fn sync_ready(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
+        self.before_batch();
+        let max = self.options.max_batch;
+        // Every queue is read before anything is written, so that no sync of this batch waits for
+        // another's writes.
+        let slices = self.endpointslice.queue().pop_ready(max);
+        let endpoints = self
+            .endpoints
+            .as_ref()
+            .map(|c| (c, c.queue().pop_ready(max)));
+        let mirroring = self
+            .mirroring
+            .as_ref()
+            .map(|c| (c, c.queue().pop_ready(max)));
+        let slices = self.plan(&self.endpointslice, slices);
+        let endpoints = endpoints.map(|(c, keys)| (c, self.plan(c, keys)));
+        let mirroring = mirroring.map(|(c, keys)| (c, self.plan(c, keys)));
+        let at = self.clock.now();
+        let mut records: Vec<SyncRecord> = slices
+            .into_iter()
+            .map(|p| self.finish(&self.endpointslice, p, sink, at))
+            .collect();
+        if let Some((c, planned)) = endpoints {
+            records.extend(planned.into_iter().map(|p| self.finish(c, p, sink, at)));
+        }
+        if let Some((c, planned)) = mirroring {
+            records.extend(planned.into_iter().map(|p| self.finish(c, p, sink, at)));
+        }
+        records
+    }
+
+    /// [`Engine::sync_ready`] until nothing is ready now: every record, in order. What is delayed
+    /// stays queued (see `replay::drain` to let virtual time run on to it).
+    pub fn sync_all_ready(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
+        let mut records = Vec::new();
+        loop {
+            let batch = self.sync_ready(sink);
+            if batch.is_empty() {
+                return records;
+            }
+            records.extend(batch);
+        }
+    }
+
+    /// One pass of controllers that have just started (`sliced reconcile`): every ready key of
+    /// every controller synced once, and failures not retried. A service's EndpointSlices and
+    /// then its Endpoints, services in namespace/name order, those that no longer exist (whose
+    /// Endpoints are left over) last; then the mirroring controller's keys in the same order, so
+    /// that it reads what the Endpoints controller wrote.
+    pub fn sync_once(&self, sink: &dyn Sink) -> Vec<SyncRecord> {
+        self.before_batch();
+        let services = self.index.services();
+        let order = |key: &crate::index::ServiceKey| {
+            let gone = services.get(&key.namespace, &key.name).is_none();
+            (gone, key.clone())
+        };
+        let mut slices = self.endpointslice.queue().pop_ready(usize::MAX);
+        slices.sort_by_cached_key(order);
+        let slices = self.plan(&self.endpointslice, slices);
+        let endpoints = self.endpoints.as_ref().map(|c| {
+            let mut keys = c.queue().pop_ready(usize::MAX);
+            keys.sort_by_cached_key(order);
+            (c, self.plan(c, keys))
+        });
+        let at = self.clock.now();
+        let mut records = Vec::with_capacity(slices.len());
+        match endpoints {
+            None => {
+                records.extend(
+                    slices
+                        .into_iter()
+                        .map(|p| self.finish(&self.endpointslice, p, sink, at)),
+                );
+            }
+            Some((c, endpoints)) => {
+                // Merged in key order, a service's slices before its Endpoints.
+                let mut slices = slices.into_iter().peekable();
+                let mut endpoints = endpoints.into_iter().peekable();
+                loop {
+                    let slices_first = match (slices.peek(), endpoints.peek()) {
+                        (Some(s), Some(e)) => order(s.key()) <= order(e.key()),
+                        (Some(_), None) => true,
+                        (None, Some(_)) => false,
+                        (None, None) => break,
+                    };
+                    let record = if slices_first {
+                        slices
+                            .next()
+                            .map(|p| self.finish(&self.endpointslice, p, sink, at))
+                    } else {
+                        endpoints.next().map(|p| self.finish(c, p, sink, at))
+                    };
+                    records.extend(record);
+                }
+            }
+        }
+        if let Some(c) = &self.mirroring {
+            let mut keys = c.queue().pop_ready(usize::MAX);
+            keys.sort();
+            records.extend(self.sync_keys(c, keys, sink));
+        }
+        records
+    }
+
+    pub(super) fn count(&self, record: &SyncRecord) {
+        let mut stats = self.stats.lock();
+        stats.syncs += 1;
+        match record.outcome {
+            SyncOutcome::Success => {}
+            SyncOutcome::Error => stats.sync_errors += 1,
+            SyncOutcome::Stale => stats.stale += 1,
+        }
+        stats.dropped += u64::from(record.dropped);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncOutcome {
+    Success,
+    Error,
+    /// The informer cache is behind the controller's own writes; retried with backoff.
+    Stale,
+}
+
+impl SyncOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncOutcome::Success => "success",
+            SyncOutcome::Error => "error",
+            SyncOutcome::Stale => "stale",
+        }
+    }
+}
+
+/// What one sync of one service did.
+#[derive(Clone, Debug)]
+pub struct SyncRecord {
+    pub at: Duration,
+    pub service: ServiceKey,
+    pub controller: &'static str,
+    pub outcome: SyncOutcome,
+    pub message: Option<String>,
+    /// Accepted writes, in order, as the API server returned them.
+    pub writes: Vec<AppliedWrite>,
+    /// Wall-clock time the sync took: computing the plan and carrying it out.
+    pub took: Duration,
+    /// The sync failed for the last time allowed: the key was dropped from the queue.
+    pub dropped: bool,
+    /// What upstream's EndpointSlice or mirroring metrics count of this sync; `None` for the
+    /// Endpoints controller, and for syncs that reconciled nothing (stale, no selector).
+    pub slice_metrics: Option<SliceSyncMetrics>,
+    /// A create met a terminating namespace and, as upstream, the rest of the writes were dropped
+    /// without an error: a success that did not write all it planned.
+    pub abandoned: bool,
+    /// Objects the sync deleted that the API server no longer had (answered NotFound): not writes,
+    /// but the engine's view drops them at once rather than when the watch says so.
+    pub gone: Vec<Object>,
+}
+
+impl SyncRecord {
+    pub(super) fn new(at: Duration, service: ServiceKey, controller: &'static str) -> Self {
+        SyncRecord {
+            at,
+            service,
+            controller,
+            outcome: SyncOutcome::Success,
+            message: None,
+            writes: Vec::new(),
+            took: Duration::ZERO,
+            dropped: false,
+            slice_metrics: None,
+            abandoned: false,
+            gone: Vec::new(),
+        }
+    }
+}
+
+pub(super) const STALE_MESSAGE: &str = "EndpointSlice informer cache is out of date";
+
+/// Records a sync's own slice writes, and the slices it found gone, in its controller's generation
+/// tracker.
+pub(super) fn track_own_writes(tracker: &EndpointSliceTracker, record: &SyncRecord) {
+    for w in &record.writes {
+        if let Object::EndpointSlice(slice) = &w.object {
+            match w.verb {
+                Verb::Delete => tracker.expect_deletion(slice),
+                Verb::Create | Verb::Update => tracker.update(slice),
+            }
+        }
+    }
+    for slice in record.gone.iter().filter_map(Object::as_slice) {
+        tracker.expect_deletion(slice);
+    }
+}
+
+impl SyncRecord {
+    /// The queue's side of a finished sync: the key's failures are forgotten on success; on error
+    /// it is retried with backoff, or dropped once out of retries.
+    pub(super) fn settle(&mut self, queue: &WorkQueue<ServiceKey>, error: Option<String>) {
+        match error {
+            None => queue.forget(&self.service),
+            Some(message) => {
+                self.dropped = matches!(queue.retry_or_drop(&self.service), RetryDecision::Dropped);
+                self.message = Some(message);
+            }
+        }
+    }
+}
+
+impl SyncRecord {
+    /// Carries out a plan of slice writes (the EndpointSlice or the mirroring controller's): the
+    /// record takes the accepted writes, the objects found gone, the metrics, and whether a
+    /// terminating namespace cut the plan short. Returns the sync's error, if any.
+    pub(super) fn apply_slice_plan(
+        &mut self,
+        sink: &dyn Sink,
+        plan: &mut Plan,
+        mut metrics: SliceSyncMetrics,
+    ) -> Option<String> {
+        let outcome = apply_plan(sink, plan);
+        metrics.applied(&outcome);
+        let error = outcome.error_message();
+        self.slice_metrics = Some(metrics);
+        self.abandoned = outcome
+            .per_type
+            .iter()
+            .any(|t| t.status == TypeStatus::NamespaceTerminating);
+        self.writes = outcome.records;
+        self.gone = outcome.gone;
+        if error.is_some() {
+            self.outcome = SyncOutcome::Error;
+        }
+        error
     }
 }

@@ -9,9 +9,8 @@ use ahash::RandomState;
 use dashmap::{DashMap, DashSet};
 
 use super::Cluster;
-use super::controller::{Controller, Handlers, PodRules};
+use super::controller::{Controller, Handlers, PodRules, SyncOutcome, SyncRecord};
 use super::incremental::ChangeLog;
-use super::record::{SyncOutcome, SyncRecord};
 use crate::index::{EndpointsStore, Index, ServiceKey};
 use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};

@@ -10,8 +10,8 @@
 
 use std::fmt;
 
+use super::controller::{SyncOutcome, SyncRecord};
 use super::endpoints::EndpointsController;
-use super::record::{SyncOutcome, SyncRecord};
 use super::{ENDPOINTS_CONTROLLER, ENDPOINTSLICE_CONTROLLER, Engine, MIRRORING_CONTROLLER};
 use crate::index::ServiceKey;
 use crate::model::{EndpointSlice, ServiceType};

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Cluster;
-use super::controller::{Controller, Handlers};
-use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
+use super::controller::{Controller, Handlers, STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
 use crate::index::{EndpointsStore, Index, ServiceKey};
 use crate::model::{EndpointSlice, Endpoints, Service, keys};

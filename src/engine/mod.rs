@@ -6,11 +6,9 @@ mod endpoints;
 mod incremental;
 mod invariant;
 mod mirroring;
-mod record;
 mod relist;
 mod slice_metrics;
 mod slices;
-mod sync;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,10 +23,10 @@ use crate::queue::{Clock, QueueMetrics, WorkQueue};
 use crate::reconcile::{Event, Options};
 use controller::Handlers;
 
+pub use controller::{SyncOutcome, SyncRecord};
 pub use endpoints::ENDPOINTS_CONTROLLER;
 pub use invariant::Violation;
 pub use mirroring::MIRRORING_CONTROLLER;
-pub use record::{SyncOutcome, SyncRecord};
 pub use slice_metrics::{CacheEntry, SliceSyncMetrics, TypeSyncMetrics};
 pub use slices::ENDPOINTSLICE_CONTROLLER;
 
@@ -454,7 +452,7 @@ impl Engine {
     /// A slice stored by the API server: as its watch delivers it, or as one of the engine's own
     /// writes returned it. Each slice store keeps it or lets it go by its managed-by label.
     fn slice_stored(&self, slice: Arc<EndpointSlice>, origin: Origin) {
-        let held = self.stored_slice(&slice.meta.namespace, &slice.meta.name);
+        let held = self.index.slice(&slice.meta.namespace, &slice.meta.name);
         if held.is_some_and(|held| older_than(&slice.meta, &held.meta)) {
             return;
         }
@@ -471,7 +469,8 @@ impl Engine {
     fn slice_deleted(&self, namespace: &str, name: &str, uid: Option<&Name>, origin: Origin) {
         if let Some(uid) = uid.filter(|u| !u.is_empty())
             && self
-                .stored_slice(namespace, name)
+                .index
+                .slice(namespace, name)
                 .is_some_and(|held| !held.meta.uid.is_empty() && held.meta.uid != *uid)
         {
             return;

@@ -70,9 +70,7 @@ impl Engine {
 
     /// A stored slice of any controller that runs.
     pub fn stored_slice(&self, namespace: &str, name: &str) -> Option<Arc<EndpointSlice>> {
-        let index = &self.index;
-        (index.slices().get(namespace, name))
-            .or_else(|| index.mirrored_slices().get(namespace, name))
+        self.index.slice(namespace, name)
     }
 
     pub fn stored_endpoints(&self, key: &ServiceKey) -> Option<Arc<Endpoints>> {

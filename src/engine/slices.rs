@@ -10,9 +10,8 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use super::Cluster;
-use super::controller::{Controller, Handlers, PodRules};
+use super::controller::{Controller, Handlers, PodRules, STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::incremental::{ChangeLog, Changes, Located, Locator};
-use super::record::{STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::slice_metrics::SliceSyncMetrics;
 use crate::index::{Index, ServiceKey, is_managed};
 use crate::model::{AddressType, EndpointSlice, Name, Node, Pod, Service, ServiceType, keys};

@@ -9,13 +9,12 @@ use dashmap::DashMap;
 use smallvec::SmallVec;
 
 use super::ServiceKey;
-use super::endpoints::EndpointsStore;
 use super::namespace::Namespace;
 use super::projection::{PodProjection, pod_projection};
 use super::set::Seeded;
 use super::slices::SliceStore;
-use super::store::{NodeStore, Relist};
-use crate::model::{Labels, Name, Pod, Service, keys};
+use super::store::{EndpointsStore, NodeStore, Relist};
+use crate::model::{EndpointSlice, Labels, Name, Pod, Service, keys};
 
 /// The services a pod lookup finds: one or two for almost every pod.
 pub type ServiceKeys = SmallVec<[ServiceKey; 4]>;
@@ -77,6 +76,11 @@ impl Index {
     /// The mirroring controller's slices.
     pub fn mirrored_slices(&self) -> &SliceStore {
         &self.mirrored_slices
+    }
+
+    /// A stored slice, whichever controller manages it.
+    pub fn slice(&self, namespace: &str, name: &str) -> Option<Arc<EndpointSlice>> {
+        (self.slices.get(namespace, name)).or_else(|| self.mirrored_slices.get(namespace, name))
     }
 
     /// Every slice store, one per managed-by value kept: a stored slice goes to each, and each

@@ -6,7 +6,6 @@
 //! pod event to what decides which services to sync, by upstream's rules. Pure: no I/O.
 
 mod cluster;
-mod endpoints;
 mod namespace;
 mod projection;
 mod selector;
@@ -17,10 +16,9 @@ mod store;
 use std::fmt;
 
 pub use cluster::{Index, Pods, ServiceKeys, Services};
-pub use endpoints::EndpointsStore;
 pub use projection::{PodProjection, pod_projection};
 pub use slices::{SliceStore, is_managed};
-pub use store::{NodeStore, Relist};
+pub use store::{EndpointsStore, NodeStore, Relist};
 
 use crate::model::{Name, Service, intern};
 

@@ -18,15 +18,14 @@ use crate::sink::Object;
 
 mod objects;
 mod slice;
-mod watched_pod;
 
 pub use objects::{
-    namespace_from_k8s, node_from_k8s, pod_from_k8s, pod_from_watched, service_from_k8s,
+    WatchedContainer, WatchedPod, WatchedPodSpec, WatchedPodStatus, namespace_from_k8s,
+    node_from_k8s, pod_from_k8s, pod_from_watched, service_from_k8s,
 };
 pub use slice::{
     endpoint_slice_from_k8s, endpoint_slice_to_k8s, endpoints_from_k8s, endpoints_to_k8s,
 };
-pub use watched_pod::{WatchedContainer, WatchedPod, WatchedPodSpec, WatchedPodStatus};
 
 /// A field that does not convert: its path from the object root and what is wrong with it.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -3,13 +3,13 @@
 //! - [`EndpointSliceTracker`] remembers the generation the API server returned for every slice the
 //!   controller wrote (or that it deleted), so a sync can tell a lagging informer cache from the
 //!   truth, and slice events caused by the controller's own writes are not queued again.
-//! - [`on_slice_add`], [`on_slice_update`] and [`on_slice_delete`] decide which services a slice
-//!   event queues. The delay ([`slice_event_delay`]) and the queue itself belong to the caller.
+//! - [`on_slice_add`], [`on_slice_update`] and [`on_slice_delete`] ([`on_slice_changed`] for any
+//!   of them) decide which services a slice event queues. The delay ([`slice_event_delay`]) and
+//!   the queue itself belong to the caller.
 //! - [`TriggerTimeTracker`] computes the value of the last-change-trigger-time annotation.
 //!
 //! All of it is pure state: no I/O, safe to share between worker threads.
 
-mod events;
 mod generations;
 mod trigger;
 
@@ -17,11 +17,11 @@ use std::sync::LazyLock;
 
 use crate::model::{EndpointSlice, Name, intern, keys};
 
-pub use events::{
-    Queued, SLICE_CHANGE_MIN_SYNC_DELAY, is_managed_by_controller, on_slice_add, on_slice_changed,
-    on_slice_delete, on_slice_update, slice_event_delay,
+pub use generations::{
+    EndpointSliceTracker, Expectation, Queued, SLICE_CHANGE_MIN_SYNC_DELAY,
+    is_managed_by_controller, on_slice_add, on_slice_changed, on_slice_delete, on_slice_update,
+    slice_event_delay,
 };
-pub use generations::{EndpointSliceTracker, Expectation};
 pub use trigger::TriggerTimeTracker;
 
 /// A Service's namespace and name: the identity the trackers key their state by, the same as the
