@@ -21,6 +21,7 @@ fn plan(s: &ServiceScenario, pods: &[&Pod], current: Option<&Endpoints>) -> Endp
         pods,
         current,
         trigger_time: s.service.meta.creation_timestamp,
+        current_is_own_write: false,
     })
 }
 

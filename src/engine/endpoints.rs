@@ -41,6 +41,9 @@ pub(super) struct EndpointsController {
     changes: ChangeLog,
     /// The resourceVersion an update replaced, per service: a cache still showing it is stale.
     stale_versions: DashMap<ServiceKey, Name, RandomState>,
+    /// The resourceVersion of the object this controller last wrote, per service: held, it is
+    /// known to be in canonical order.
+    own_versions: DashMap<ServiceKey, Name, RandomState>,
     /// Services deleted since their key's last sync and no Endpoints event since: the API server
     /// deleted their Endpoints with them, whatever the watch still shows.
     deleted_with_service: DashSet<ServiceKey, RandomState>,
@@ -63,6 +66,7 @@ impl EndpointsController {
             triggers: TriggerTimeTracker::new(),
             changes: ChangeLog::default(),
             stale_versions: DashMap::default(),
+            own_versions: DashMap::default(),
             deleted_with_service: DashSet::default(),
         }
     }
@@ -87,6 +91,7 @@ impl EndpointsController {
                 pods,
                 current: current.as_deref(),
                 trigger_time: None,
+                current_is_own_write: false,
             })
             .write
         })?;
@@ -232,6 +237,7 @@ impl Controller for EndpointsController {
             self.triggers.delete_service(&key.namespace, &key.name);
             self.changes.forget(key);
             self.stale_versions.remove(key);
+            self.own_versions.remove(key);
             self.deleted_with_service.remove(key);
             // The API server deletes a Service's Endpoints with it; one the watch has shown gone
             // needs no delete (upstream sends one anyway, and gets 404).
@@ -255,6 +261,11 @@ impl Controller for EndpointsController {
                 .get(key)
                 .is_some_and(|rv| *rv == current.meta.resource_version)
         });
+        let current_is_own_write = current.as_ref().is_some_and(|current| {
+            self.own_versions
+                .get(key)
+                .is_some_and(|rv| *rv == current.meta.resource_version)
+        });
         // The members are borrowed, not cloned: a 5,000-pod service moves no reference count.
         index.with_members(key, |pods| {
             let trigger_time = self.trigger_time(key, &service, changed.as_ref(), pods);
@@ -266,6 +277,7 @@ impl Controller for EndpointsController {
                 pods,
                 current: current.as_deref(),
                 trigger_time,
+                current_is_own_write,
             }))
         })
     }
@@ -300,6 +312,15 @@ impl Controller for EndpointsController {
                     {
                         self.stale_versions
                             .insert(key.clone(), before.meta.resource_version.clone());
+                    }
+                    match (&write.verb, &write.object) {
+                        (Verb::Create | Verb::Update, Object::Endpoints(stored)) => {
+                            self.own_versions
+                                .insert(key.clone(), stored.meta.resource_version.clone());
+                        }
+                        _ => {
+                            self.own_versions.remove(key);
+                        }
                     }
                     record.writes.push(write);
                 }

@@ -277,6 +277,7 @@ fn sync_endpoints(
         current: current.as_ref(),
         // A tracker that has just started returns the service's creation time.
         trigger_time: service.meta.creation_timestamp,
+        current_is_own_write: false,
     });
     record_endpoints(sink, plan, result);
 }

@@ -35,6 +35,10 @@ pub struct EndpointsInput<'a> {
     pub current: Option<&'a Endpoints>,
     /// The last-change-trigger-time to write; `None` removes the annotation.
     pub trigger_time: Option<Timestamp>,
+    /// `current` is the object this controller last wrote, as the API server answered it: in
+    /// canonical order unless truncated, so comparing it repacked would only repeat the
+    /// comparison (at the cost of a sort of every address).
+    pub current_is_own_write: bool,
 }
 
 /// The one write a sync makes, if any.
@@ -97,7 +101,9 @@ pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
     // Upstream (1.35 and later) also accepts the stored subsets once repacked, so an object in an
     // older release's order (MD5 rather than FNV) is not rewritten for its order alone.
     if let Some(current) = input.current
-        && (desired.same_as(&current.subsets) || desired.same_as(&repack::repack(&current.subsets)))
+        && (desired.same_as(&current.subsets)
+            || (!is_canonical(input, current)
+                && desired.same_as(&repack::repack(&current.subsets))))
         && service_labels_kept(&current.meta.labels, &service.meta.labels)
         && capacity::annotation_set_correctly(&current.meta.annotations, current)
     {
@@ -142,6 +148,18 @@ pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
     };
     plan.write = Some(write);
     plan
+}
+
+/// `current` is known to be in the layout repacking gives: the controller's own write, and not
+/// truncated unless it has one subset (cutting addresses keeps their order, but can change the
+/// hashes that order several subsets).
+fn is_canonical(input: &EndpointsInput, current: &Endpoints) -> bool {
+    input.current_is_own_write
+        && (current.subsets.len() <= 1
+            || !current
+                .meta
+                .annotations
+                .contains_key(ANNOTATION_OVER_CAPACITY))
 }
 
 /// Syncs the Endpoints of a service that no longer exists: they are deleted (a missing object is

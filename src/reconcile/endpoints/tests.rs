@@ -74,6 +74,7 @@ fn plan(service: &Service, pods: &[Pod], current: Option<&Endpoints>) -> Endpoin
         pods: &refs,
         current,
         trigger_time: None,
+        current_is_own_write: false,
     })
 }
 
@@ -361,6 +362,7 @@ fn trigger_time_is_set_or_removed_and_user_annotations_survive() {
         pods: &refs,
         current: Some(&current),
         trigger_time: at,
+        current_is_own_write: false,
     });
     let e = written(&p);
     assert_eq!(
