@@ -195,11 +195,11 @@ impl Handlers for EndpointsController {
         self.rules().pod_changed(key, pod, queued);
     }
 
-    /// Any event of the object tells what is on the API server: a Service deleted before it no
-    /// longer says more. A deletion the watch told of: the service is synced, which recreates the object if still
-    /// wanted (upstream watches nothing else of Endpoints), after the batch period and at least
-    /// [`DELETED_BY_OTHERS_SYNC_DELAY`]. The engine's own delete syncs nothing again: a second
-    /// sync could only delete again, answered NotFound.
+    /// Any event of the object says what the API server holds, and outdates a Service deletion
+    /// seen before it. A deletion the watch told of syncs the service, which recreates the object
+    /// if still wanted (upstream watches nothing else of Endpoints), after the batch period and
+    /// at least [`DELETED_BY_OTHERS_SYNC_DELAY`]. The engine's own delete syncs nothing again: a
+    /// second sync could only delete again, answered NotFound.
     fn endpoints_changed(&self, old: Option<&Endpoints>, new: Option<&Endpoints>, by_watch: bool) {
         if let Some(meta) = new.or(old).map(|e| &e.meta) {
             self.deleted_with_service
