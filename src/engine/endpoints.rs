@@ -15,7 +15,9 @@ use crate::index::{EndpointsStore, Index, ServiceKey};
 use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::Event;
-use crate::reconcile::endpoints::{self, ANNOTATION_LEADER, EndpointsInput, EndpointsPlan};
+use crate::reconcile::endpoints::{
+    self, ANNOTATION_LEADER, AddressCache, EndpointsInput, EndpointsPlan,
+};
 use crate::sink::endpoints::apply_endpoints_plan;
 use crate::sink::{Object, Sink, Verb};
 use crate::tracker::TriggerTimeTracker;
@@ -30,6 +32,10 @@ const STALE_MESSAGE: &str = "endpoints informer cache is out of date";
 /// the deletions in either order: a sync run at once could recreate the Endpoints of a Service
 /// whose deletion is a moment behind, then delete them again. Upstream syncs at once.
 const DELETED_BY_OTHERS_SYNC_DELAY: Duration = Duration::from_secs(1);
+
+/// Services selecting at least this many pods keep their addresses in order between syncs
+/// ([`AddressCache`], about 60 bytes a pod); a smaller one is built in full at little cost.
+const ADDRESS_CACHE_MIN_PODS: usize = 500;
 
 pub(super) struct EndpointsController {
     pub queue: WorkQueue<ServiceKey>,
@@ -47,6 +53,8 @@ pub(super) struct EndpointsController {
     /// Services deleted since their key's last sync and no Endpoints event since: the API server
     /// deleted their Endpoints with them, whatever the watch still shows.
     deleted_with_service: DashSet<ServiceKey, RandomState>,
+    /// The addresses of large services, in order, kept by the changed pods.
+    addresses: DashMap<ServiceKey, AddressCache, RandomState>,
 }
 
 /// Pods by name as they are now: `None` when deleted or no longer selected.
@@ -68,6 +76,7 @@ impl EndpointsController {
             stale_versions: DashMap::default(),
             own_versions: DashMap::default(),
             deleted_with_service: DashSet::default(),
+            addresses: DashMap::default(),
         }
     }
 
@@ -138,6 +147,40 @@ impl EndpointsController {
             })
             .collect();
         Some(current)
+    }
+
+    /// Brings the service's address cache up to date when it keeps one: edited by the changed
+    /// pods, or built afresh (after a full change, or when an edit cannot be made). Returns
+    /// whether the sync can take its addresses from it.
+    fn keep_addresses(
+        &self,
+        index: &Index,
+        key: &ServiceKey,
+        service: &Service,
+        changed: Option<&ChangedPods>,
+    ) -> bool {
+        if !AddressCache::fits(service) || index.member_count(key) < ADDRESS_CACHE_MIN_PODS {
+            self.addresses.remove(key);
+            return false;
+        }
+        let edited = changed.is_some_and(|changed| {
+            self.addresses
+                .get_mut(key)
+                .is_some_and(|mut cache| cache.apply(service, changed))
+        });
+        if edited {
+            return true;
+        }
+        match AddressCache::build(service, &index.members(key)) {
+            Some(cache) => {
+                self.addresses.insert(key.clone(), cache);
+                true
+            }
+            None => {
+                self.addresses.remove(key);
+                false
+            }
+        }
     }
 
     /// The trigger time of this sync, from the changed pods alone when only pods changed.
@@ -239,6 +282,7 @@ impl Controller for EndpointsController {
             self.stale_versions.remove(key);
             self.own_versions.remove(key);
             self.deleted_with_service.remove(key);
+            self.addresses.remove(key);
             // The API server deletes a Service's Endpoints with it; one the watch has shown gone
             // needs no delete (upstream sends one anyway, and gets 404).
             if store.get(key).is_none() {
@@ -250,6 +294,9 @@ impl Controller for EndpointsController {
             return Prepared::Nothing;
         }
         let changed = self.changed_pods(index, key, &service);
+        // An engine told to sync in full (the reference in tests) builds every time.
+        let cached =
+            cx.options.incremental && self.keep_addresses(index, key, &service, changed.as_ref());
         // A Service recreated before the watch shows the old one's Endpoints gone: they went with
         // it, and an update of them would be refused (NotFound). Created instead, as upstream's
         // retry does after that refusal. Should they still be there, the create is refused and
@@ -272,13 +319,18 @@ impl Controller for EndpointsController {
             if stale {
                 return Prepared::Stale;
             }
-            Prepared::Plan(endpoints::sync(&EndpointsInput {
+            let input = EndpointsInput {
                 service: &service,
                 pods,
                 current: current.as_deref(),
                 trigger_time,
                 current_is_own_write,
-            }))
+            };
+            let cache = cached.then(|| self.addresses.get(key)).flatten();
+            Prepared::Plan(match cache {
+                Some(cache) => endpoints::sync_cached(&input, &cache),
+                None => endpoints::sync(&input),
+            })
         })
     }
 

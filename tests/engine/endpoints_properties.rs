@@ -15,7 +15,9 @@ use sliced::model::{
     ClusterIp, ContainerPort, Endpoints, IpFamily, Labels, Meta, Name, Pod, PodBuilder, PodPhase,
     Protocol, Service, ServicePort, TargetPort, Timestamp, intern,
 };
-use sliced::reconcile::endpoints::{EndpointsInput, EndpointsWrite, sync};
+use sliced::reconcile::endpoints::{
+    AddressCache, EndpointsInput, EndpointsWrite, sync, sync_cached,
+};
 
 #[path = "../support/endpoints_model.rs"]
 mod endpoints_model;
@@ -762,4 +764,96 @@ fn a_truncated_one_subset_write_is_canonical() {
     let repacked = run(svc, &changed, Some(&created));
     assert!(repacked.is_some());
     assert_eq!(run_over(svc, &changed, Some(&created), true), repacked);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The address cache: kept by the changed pods alone, it plans what a full build plans.
+
+const SLOTS: usize = 12;
+
+/// The pods of the slots that hold one, each named after its slot (`p-<slot>`).
+fn slot_pods(slots: &[Option<PodSpec>]) -> Vec<Option<Arc<Pod>>> {
+    let filler = PodSpec {
+        ip: 1,
+        families: 0,
+        host_network: false,
+        ready: true,
+        phase: 4,
+        deleting: false,
+        template: 0,
+        own_ports: false,
+        node: 1,
+        hostname: 0,
+        same_uid_as: None,
+    };
+    let filled: Vec<PodSpec> = slots
+        .iter()
+        .map(|s| s.clone().unwrap_or_else(|| filler.clone()))
+        .collect();
+    let models = model_pods(&filled);
+    pods(&filled, &models)
+        .into_iter()
+        .zip(slots)
+        .map(|(pod, slot)| slot.as_ref().map(|_| Arc::new(pod)))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn an_address_cache_kept_by_the_changed_pods_plans_as_a_full_build(
+        service_spec in service_spec(),
+        first in prop::collection::vec(prop::option::weighted(0.8, pod_spec()), SLOTS),
+        steps in prop::collection::vec(
+            (0..SLOTS, prop::option::weighted(0.8, pod_spec())),
+            1..16,
+        ),
+    ) {
+        // One numeric port: every pod serves the same ports.
+        let svc = service(&model_service(&ServiceSpec { ports: 0, ..service_spec }));
+        prop_assert!(AddressCache::fits(&svc));
+        let members = |held: &[Option<Arc<Pod>>]| -> Vec<Arc<Pod>> {
+            held.iter().flatten().cloned().collect()
+        };
+        let mut slots = first;
+        let mut held = slot_pods(&slots);
+        let mut cache = AddressCache::build(&svc, &members(&held));
+        let mut current: Option<Endpoints> = None;
+        for (n, (slot, spec)) in steps.into_iter().enumerate() {
+            slots[slot] = spec;
+            let now = slot_pods(&slots);
+            // Every pod that differs, as the change log lists them (a pod's UID can follow
+            // another's).
+            let changed: Vec<(Name, Option<Arc<Pod>>)> = held
+                .iter()
+                .zip(&now)
+                .enumerate()
+                .filter(|(_, (before, after))| before.as_deref() != after.as_deref())
+                .map(|(i, (_, after))| (Name::new(&format!("p-{i}")), after.clone()))
+                .collect();
+            held = now;
+            let pods = members(&held);
+            // As the engine keeps it: edited by the changes, built afresh when it cannot be.
+            let kept = cache.take().and_then(|mut kept| kept.apply(&svc, &changed).then_some(kept));
+            cache = kept.or_else(|| AddressCache::build(&svc, &pods));
+            let refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
+            let input = EndpointsInput {
+                service: &svc,
+                pods: &refs,
+                current: current.as_ref(),
+                trigger_time: svc.meta.creation_timestamp,
+                current_is_own_write: false,
+            };
+            let full = sync(&input);
+            if let Some(cache) = &cache {
+                prop_assert_eq!(&sync_cached(&input, cache), &full);
+            }
+            // The API server takes the write.
+            if let Some(EndpointsWrite::Create(mut e) | EndpointsWrite::Update(mut e)) = full.write {
+                e.meta.resource_version = intern(&(n + 1).to_string());
+                current = Some(e);
+            }
+        }
+    }
 }

@@ -52,7 +52,7 @@ pub fn pod_in_endpoints(pod: &Pod, include_terminating: bool) -> bool {
 /// The pod's address for this service: the first pod IP of the service's primary family. Without
 /// `ipFamilies` (an API server from before dual stack) the family is the cluster IP's, or for a
 /// headless service the pod's primary IP's.
-fn pod_ip(service: &Service, pod: &Pod) -> Option<IpAddr> {
+pub(crate) fn pod_ip(service: &Service, pod: &Pod) -> Option<IpAddr> {
     let family = match (service.ip_families.first(), &service.cluster_ip) {
         (Some(family), _) => *family,
         (None, ClusterIp::Ip(ip)) => IpFamily::of(ip),
@@ -151,6 +151,45 @@ impl<'a> Desired<'a> {
             });
         }
         desired.group(&port_sets);
+        desired
+    }
+
+    /// What [`Desired::build`] gives for a service whose ports are all numbers (so every pod
+    /// serves the same ones) from its addresses already in address order, each of another
+    /// identity (IP and pod UID): one subset, and no pod read.
+    pub(crate) fn from_ordered(
+        service: &'a Service,
+        ordered: impl ExactSizeIterator<Item = (&'a Pod, IpAddr, bool)>,
+    ) -> Desired<'a> {
+        let mut desired = Desired {
+            service,
+            entries: Vec::with_capacity(ordered.len()),
+            groups: Vec::new(),
+        };
+        let mut group = Group {
+            ports: pod_ports(service, &[]).into_vec(),
+            ..Group::default()
+        };
+        for (i, (pod, ip, ready)) in ordered.enumerate() {
+            desired.entries.push(Entry {
+                pod,
+                ip,
+                ready,
+                ports: 0,
+            });
+            let i = i as u32;
+            if ready {
+                group.ready.push(i);
+            } else {
+                group.not_ready.push(i);
+            }
+        }
+        if desired.entries.is_empty() {
+            return desired;
+        }
+        hash_order::sort_endpoints_ports(&mut group.ports);
+        group.ports.dedup_by(|a, b| a == b);
+        desired.groups.push(group);
         desired
     }
 

@@ -2,6 +2,7 @@
 //! upstream's canonical order, as one `syncService` of upstream's endpoint controller does it,
 //! returned as a plan instead of an API call.
 
+mod cache;
 mod capacity;
 mod compare;
 mod desired;
@@ -13,6 +14,7 @@ mod tests;
 use crate::model::{Endpoints, Labels, Meta, Name, Pod, Service, ServiceType, Timestamp, keys};
 use crate::reconcile::slices::format_rfc3339_nano;
 
+pub use cache::AddressCache;
 pub use capacity::{ANNOTATION_OVER_CAPACITY, MAX_CAPACITY, OVER_CAPACITY_TRUNCATED};
 pub use compare::same_subsets;
 pub use desired::pod_in_endpoints;
@@ -86,6 +88,16 @@ impl EndpointsPlan {
 /// annotation; not other annotations), and only a difference makes a write. The Endpoints carry
 /// the service's labels and the controller's managed-by label.
 pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
+    sync_from(input, None)
+}
+
+/// [`sync`] with the service's addresses taken from `cache` (kept current by its caller) rather
+/// than built from `input.pods`: the same plan, with only the pods written read.
+pub fn sync_cached(input: &EndpointsInput, cache: &AddressCache) -> EndpointsPlan {
+    sync_from(input, Some(cache))
+}
+
+fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsPlan {
     let service = input.service;
     let mut plan = EndpointsPlan {
         service_key: service.meta.key(),
@@ -94,7 +106,10 @@ pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
     if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
         return plan;
     }
-    let mut desired = desired::Desired::build(service, input.pods);
+    let mut desired = match cache {
+        Some(cache) => cache.desired(service),
+        None => desired::Desired::build(service, input.pods),
+    };
     plan.ready = desired.ready_count();
     plan.not_ready = desired.not_ready_count();
 
