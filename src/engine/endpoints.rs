@@ -45,16 +45,21 @@ pub(super) struct EndpointsController {
     /// The pods changed since each service's last trigger-time computation: a pod event in a
     /// 5,000-pod service then costs a look at that pod, not at all 5,000.
     changes: ChangeLog,
-    /// The resourceVersion an update replaced, per service: a cache still showing it is stale.
-    stale_versions: DashMap<ServiceKey, Name, RandomState>,
-    /// The resourceVersion of the object this controller last wrote, per service: held, it is
-    /// known to be in canonical order.
-    own_versions: DashMap<ServiceKey, Name, RandomState>,
+    /// What this controller last wrote of each service's Endpoints.
+    last_writes: DashMap<ServiceKey, LastWrite, RandomState>,
     /// Services deleted since their key's last sync and no Endpoints event since: the API server
     /// deleted their Endpoints with them, whatever the watch still shows.
     deleted_with_service: DashSet<ServiceKey, RandomState>,
     /// The addresses of large services, in order, kept by the changed pods.
     addresses: DashMap<ServiceKey, AddressCache, RandomState>,
+}
+
+/// The versions of the last write of a service's Endpoints, as the API server answered it.
+struct LastWrite {
+    /// The version an update replaced: a cache still showing it is stale.
+    replaced: Option<Name>,
+    /// The version stored: held, the object is known to be in canonical order.
+    stored: Name,
 }
 
 /// Pods by name as they are now: `None` when deleted or no longer selected.
@@ -73,8 +78,7 @@ impl EndpointsController {
             batch_period,
             triggers: TriggerTimeTracker::new(),
             changes: ChangeLog::default(),
-            stale_versions: DashMap::default(),
-            own_versions: DashMap::default(),
+            last_writes: DashMap::default(),
             deleted_with_service: DashSet::default(),
             addresses: DashMap::default(),
         }
@@ -279,8 +283,7 @@ impl Controller for EndpointsController {
         let Some(service) = index.services().get(&key.namespace, &key.name) else {
             self.triggers.delete_service(&key.namespace, &key.name);
             self.changes.forget(key);
-            self.stale_versions.remove(key);
-            self.own_versions.remove(key);
+            self.last_writes.remove(key);
             self.deleted_with_service.remove(key);
             self.addresses.remove(key);
             // The API server deletes a Service's Endpoints with it; one the watch has shown gone
@@ -303,16 +306,13 @@ impl Controller for EndpointsController {
         // the retry updates.
         let deleted_with_service = self.deleted_with_service.remove(key).is_some();
         let current = store.get(key).filter(|_| !deleted_with_service);
-        let stale = current.as_ref().is_some_and(|current| {
-            self.stale_versions
-                .get(key)
-                .is_some_and(|rv| *rv == current.meta.resource_version)
-        });
-        let current_is_own_write = current.as_ref().is_some_and(|current| {
-            self.own_versions
-                .get(key)
-                .is_some_and(|rv| *rv == current.meta.resource_version)
-        });
+        let (stale, current_is_own_write) = match (&current, self.last_writes.get(key)) {
+            (Some(current), Some(last)) => {
+                let held = &current.meta.resource_version;
+                (last.replaced.as_ref() == Some(held), last.stored == *held)
+            }
+            _ => (false, false),
+        };
         // The members are borrowed, not cloned: a 5,000-pod service moves no reference count.
         index.with_members(key, |pods| {
             let trigger_time = self.trigger_time(key, &service, changed.as_ref(), pods);
@@ -358,20 +358,19 @@ impl Controller for EndpointsController {
                 let outcome = apply_endpoints_plan(sink, plan);
                 events.extend(outcome.events.into_iter().map(|e| (key.clone(), e)));
                 if let Some(write) = outcome.record {
-                    if let (Verb::Update, Object::Endpoints(stored)) = (&write.verb, &write.object)
-                        && let Some(before) = &before
-                        && before.meta.resource_version != stored.meta.resource_version
-                    {
-                        self.stale_versions
-                            .insert(key.clone(), before.meta.resource_version.clone());
-                    }
                     match (&write.verb, &write.object) {
                         (Verb::Create | Verb::Update, Object::Endpoints(stored)) => {
-                            self.own_versions
-                                .insert(key.clone(), stored.meta.resource_version.clone());
+                            let stored = stored.meta.resource_version.clone();
+                            let replaced = before
+                                .as_ref()
+                                .map(|b| &b.meta.resource_version)
+                                .filter(|rv| matches!(write.verb, Verb::Update) && **rv != stored)
+                                .cloned();
+                            self.last_writes
+                                .insert(key.clone(), LastWrite { replaced, stored });
                         }
                         _ => {
-                            self.own_versions.remove(key);
+                            self.last_writes.remove(key);
                         }
                     }
                     record.writes.push(write);

@@ -773,19 +773,8 @@ const SLOTS: usize = 12;
 
 /// The pods of the slots that hold one, each named after its slot (`p-<slot>`).
 fn slot_pods(slots: &[Option<PodSpec>]) -> Vec<Option<Arc<Pod>>> {
-    let filler = PodSpec {
-        ip: 1,
-        families: 0,
-        host_network: false,
-        ready: true,
-        phase: 4,
-        deleting: false,
-        template: 0,
-        own_ports: false,
-        node: 1,
-        hostname: 0,
-        same_uid_as: None,
-    };
+    // A slot without a pod still takes its place in the UIDs that later pods may share.
+    let filler = a_pod(0);
     let filled: Vec<PodSpec> = slots
         .iter()
         .map(|s| s.clone().unwrap_or_else(|| filler.clone()))

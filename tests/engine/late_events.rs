@@ -86,23 +86,13 @@ fn new_pod(template: &Pod, ordinal: u8) -> Pod {
 
 #[test]
 fn a_late_watch_event_of_a_replaced_version_is_not_taken() {
-    let scenario = sim::single_service(20);
+    let (side, scenario) = synced_service(20);
     let mut snapshot = Snapshot {
         services: vec![scenario.service.clone()],
         pods: scenario.pods.clone(),
         nodes: scenario.nodes.values().cloned().collect(),
         ..Snapshot::default()
     };
-    let side = Side::new();
-    for node in &snapshot.nodes {
-        side.engine.handle(Change::Node(node.clone()));
-    }
-    side.engine
-        .handle(Change::Service(scenario.service.clone()));
-    for pod in &snapshot.pods {
-        side.engine.handle(Change::Pod(pod.clone()));
-    }
-    side.drain();
     let first_versions = side.watch_events();
     assert!(!first_versions.is_empty());
 
