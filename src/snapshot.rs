@@ -127,16 +127,42 @@ pub fn reconcile_snapshot_full(
     controllers: Controllers,
     seed: u64,
 ) -> SnapshotResult {
+    reconcile_snapshot_owned(
+        snapshot.clone(),
+        options,
+        mirroring_options,
+        controllers,
+        seed,
+    )
+}
+
+/// [`reconcile_snapshot_full`] of a snapshot the caller no longer needs: its objects move into
+/// the engine's index instead of being copied (a million pods' worth at the largest).
+pub fn reconcile_snapshot_owned(
+    snapshot: Snapshot,
+    options: &Options,
+    mirroring_options: &mirroring::Options,
+    controllers: Controllers,
+    seed: u64,
+) -> SnapshotResult {
     let sink = MemorySink::new(seed);
     for ns in &snapshot.namespaces {
         sink.set_namespace_terminating(&ns.name, ns.terminating);
     }
     // Two input objects of one kind, namespace and name: the later one wins, as a later apply would.
-    for slice in &snapshot.endpoint_slices {
-        let _ = sink.insert_existing(Object::from(slice.clone()));
+    let Snapshot {
+        services,
+        pods,
+        nodes,
+        namespaces: _,
+        endpoint_slices,
+        endpoints,
+    } = snapshot;
+    for slice in endpoint_slices {
+        let _ = sink.insert_existing(Object::from(slice));
     }
-    for endpoints in &snapshot.endpoints {
-        let _ = sink.insert_existing(Object::from(endpoints.clone()));
+    for endpoints in endpoints {
+        let _ = sink.insert_existing(Object::from(endpoints));
     }
     let clock = Arc::new(VirtualClock::new());
     let engine = Engine::new(
@@ -150,7 +176,7 @@ pub fn reconcile_snapshot_full(
         Arc::clone(&clock) as Arc<dyn Clock>,
     );
     // As controllers that have just started: caches filled from lists, then the start-up work.
-    snapshot.load_cluster_into(&engine);
+    deliver_cluster(&engine, nodes, services, pods);
     load_stored(&engine, sink.objects());
     engine.start();
     // Past every delay that loading queued (the longest: slice-triggered syncs wait a second).
@@ -183,15 +209,30 @@ impl Snapshot {
     /// them. Its EndpointSlices and Endpoints are not: those the engine reads are the API
     /// server's, as it stores them ([`load_stored`]).
     pub fn load_cluster_into(&self, engine: &Engine) {
-        for node in &self.nodes {
-            engine.handle(Change::Node(node.clone()));
-        }
-        for service in &self.services {
-            engine.handle(Change::Service(service.clone()));
-        }
-        for pod in &self.pods {
-            engine.handle(Change::Pod(pod.clone()));
-        }
+        deliver_cluster(
+            engine,
+            self.nodes.iter().cloned(),
+            self.services.iter().cloned(),
+            self.pods.iter().cloned(),
+        );
+    }
+}
+
+/// Nodes, then Services, then Pods, as informers' first lists deliver them.
+fn deliver_cluster(
+    engine: &Engine,
+    nodes: impl IntoIterator<Item = Node>,
+    services: impl IntoIterator<Item = Service>,
+    pods: impl IntoIterator<Item = Pod>,
+) {
+    for node in nodes {
+        engine.handle(Change::Node(node));
+    }
+    for service in services {
+        engine.handle(Change::Service(service));
+    }
+    for pod in pods {
+        engine.handle(Change::Pod(pod));
     }
 }
 

@@ -1,6 +1,7 @@
 //! The commands behind `sliced`'s subcommands.
 
 pub mod reconcile;
+mod render;
 pub mod replay;
 pub mod run;
 pub mod simulate;

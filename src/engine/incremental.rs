@@ -72,6 +72,15 @@ impl ChangeLog {
         changes
     }
 
+    /// Whether the service's last sync succeeded, so that its next one may be incremental.
+    pub fn is_synced(&self, key: &ServiceKey) -> bool {
+        self.synced.contains(key)
+    }
+
+    pub fn any_synced(&self) -> bool {
+        !self.synced.is_empty()
+    }
+
     pub fn synced(&self, key: &ServiceKey) {
         self.synced.insert(key.clone());
     }

@@ -294,9 +294,13 @@ impl Handlers for EndpointSliceController {
     /// (upstream's topology queue has one constant key for the same reason).
     fn before_batch(&self, index: &Index) {
         let nodes = self.changes.take_changed_nodes();
-        if !nodes.is_empty() {
+        // No sync runs now, so a service not synced yet has a full sync coming and needs no
+        // marks: a cold start, whose nodes all arrive first, skips the walk over every pod.
+        if !nodes.is_empty() && self.changes.any_synced() {
             for (key, pod) in index.members_on_nodes(&nodes) {
-                self.changes.pod_changed(&key, &pod);
+                if self.changes.is_synced(&key) {
+                    self.changes.pod_changed(&key, &pod);
+                }
             }
         }
         if !self.topology_dirty.swap(false, Ordering::AcqRel) {

@@ -47,9 +47,30 @@ impl ConvertError {
 
 /// The object as the API server would serve it, with `apiVersion` and `kind` set.
 pub fn object_to_json(object: &Object) -> Result<serde_json::Value, serde_json::Error> {
+    serde_json::to_value(object_to_k8s(object))
+}
+
+/// The object as k8s-openapi's type, which serialises as the API server serves it.
+pub fn object_to_k8s(object: &Object) -> K8sObject {
     match object {
-        Object::EndpointSlice(slice) => serde_json::to_value(endpoint_slice_to_k8s(slice)),
-        Object::Endpoints(endpoints) => serde_json::to_value(endpoints_to_k8s(endpoints)),
+        Object::EndpointSlice(slice) => K8sObject::EndpointSlice(endpoint_slice_to_k8s(slice)),
+        Object::Endpoints(endpoints) => K8sObject::Endpoints(endpoints_to_k8s(endpoints)),
+    }
+}
+
+/// An object sliced writes, as k8s-openapi's type.
+#[derive(Clone, Debug)]
+pub enum K8sObject {
+    EndpointSlice(k8s_openapi::api::discovery::v1::EndpointSlice),
+    Endpoints(k8s_openapi::api::core::v1::Endpoints),
+}
+
+impl serde::Serialize for K8sObject {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            K8sObject::EndpointSlice(o) => o.serialize(serializer),
+            K8sObject::Endpoints(o) => o.serialize(serializer),
+        }
     }
 }
 

@@ -239,7 +239,9 @@ fn objects_sliced_does_not_write_are_printed_as_given() {
         Kind::Endpoints,
         sliced::model::Name::new("db"),
         sliced::model::Name::new("legacy"),
-    )];
+    )]
+        .to_value()
+        .unwrap();
     assert_eq!(given["subsets"][0]["addresses"][0]["ip"], "010.000.000.001");
     assert_eq!(given["kind"], "Endpoints");
 }

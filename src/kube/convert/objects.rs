@@ -291,9 +291,9 @@ pub fn namespace_from_k8s(ns: &core::Namespace) -> Result<Namespace, ConvertErro
 pub struct WatchedPod {
     #[serde(default, deserialize_with = "read_metadata")]
     pub metadata: ObjectMeta,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "mapping")]
     pub spec: Option<WatchedPodSpec>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "mapping")]
     pub status: Option<WatchedPodStatus>,
 }
 
@@ -303,7 +303,9 @@ pub struct WatchedPodSpec {
     pub node_name: Option<String>,
     pub hostname: Option<String>,
     pub subdomain: Option<String>,
+    #[serde(default, deserialize_with = "mappings")]
     pub containers: Option<Vec<WatchedContainer>>,
+    #[serde(default, deserialize_with = "mappings")]
     pub init_containers: Option<Vec<WatchedContainer>>,
 }
 
@@ -338,8 +340,63 @@ struct PodMetadata {
     deletion_timestamp: Option<Time>,
 }
 
+/// A struct read from a mapping only, as k8s-openapi's types are: serde's derive also takes a
+/// sequence of the fields in order, and would word a misplaced list as a mistake deeper down.
+struct Mapped<T>(T);
+
+/// The k8s-openapi name of the type a cut-down struct stands for, for messages.
+trait Mapping {
+    const NAME: &'static str;
+}
+
+impl Mapping for WatchedPodSpec {
+    const NAME: &'static str = "PodSpec";
+}
+
+impl Mapping for WatchedPodStatus {
+    const NAME: &'static str = "PodStatus";
+}
+
+impl Mapping for WatchedContainer {
+    const NAME: &'static str = "Container";
+}
+
+impl Mapping for PodMetadata {
+    const NAME: &'static str = "ObjectMeta";
+}
+
+impl<'de, T: Deserialize<'de> + Mapping> Deserialize<'de> for Mapped<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct OnlyMap<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de> + Mapping> serde::de::Visitor<'de> for OnlyMap<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(T::NAME)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        d.deserialize_map(OnlyMap(std::marker::PhantomData))
+            .map(Mapped)
+    }
+}
+
+fn mapping<'de, D: Deserializer<'de>, T: Deserialize<'de> + Mapping>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    Ok(Option::<Mapped<T>>::deserialize(d)?.map(|m| m.0))
+}
+
+fn mappings<'de, D: Deserializer<'de>, T: Deserialize<'de> + Mapping>(
+    d: D,
+) -> Result<Option<Vec<T>>, D::Error> {
+    let list = Option::<Vec<Mapped<T>>>::deserialize(d)?;
+    Ok(list.map(|l| l.into_iter().map(|m| m.0).collect()))
+}
+
 fn read_metadata<'de, D: Deserializer<'de>>(d: D) -> Result<ObjectMeta, D::Error> {
-    let m = PodMetadata::deserialize(d)?;
+    let Mapped(m) = Mapped::<PodMetadata>::deserialize(d)?;
     Ok(ObjectMeta {
         name: m.name,
         namespace: m.namespace,

@@ -1,11 +1,16 @@
 //! Loading Kubernetes objects from YAML and JSON files.
 //!
 //! A file is a stream of YAML documents separated by `---` (the first may be JSON, as kubectl
-//! reads it), or JSON (one object, several concatenated objects, or an array). Any object may be a `List` (or a typed list such as
-//! `PodList`) whose items are loaded in turn. Documents are first read into JSON values, so that
-//! Lists can be unwrapped and kinds dispatched, then deserialised into k8s-openapi types with
-//! `serde_path_to_error`, then converted into the model. Every error names the file, the document,
-//! the list item, the object and the field.
+//! reads it), or JSON (one object, several concatenated objects, or an array). Any object may be a
+//! `List` (or a typed list such as `PodList`) whose items are loaded in turn.
+//!
+//! JSON, the form of large dumps, is read item by item (`json.rs`): each object straight from its
+//! text into the model, in parallel. Everything else takes the value path here: documents are
+//! read into JSON values, so that Lists can be unwrapped and kinds dispatched, then deserialised
+//! into k8s-openapi types (pods into the watch's cut-down type) with `serde_path_to_error`, then
+//! converted into the model. Every error names the file, the document, the list item, the object
+//! and the field, and both paths word it alike (the JSON path hands any item it cannot take as
+//! it is to this one).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -24,6 +29,8 @@ use crate::model::{ContainerPort, Name, Pod, Protocol};
 use crate::sink::Kind;
 use crate::snapshot::Snapshot;
 
+mod json;
+
 /// The objects of one or more files.
 #[derive(Clone, Debug, Default)]
 pub struct Manifest {
@@ -32,7 +39,28 @@ pub struct Manifest {
     pub warnings: Vec<String>,
     /// The Endpoints and EndpointSlices exactly as the files gave them (with their kind and
     /// apiVersion), the later of two of one name: what `reconcile` prints of those it does not write.
-    pub given: HashMap<GivenKey, Value>,
+    pub given: HashMap<GivenKey, Given>,
+}
+
+/// An Endpoints or EndpointSlice as a file gave it, with its kind and apiVersion: its JSON text,
+/// which is smaller than a value tree and printed without one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Given(Box<str>);
+
+impl Given {
+    fn from_json(text: &str) -> Given {
+        Given(text.into())
+    }
+
+    /// The object's JSON text.
+    pub fn json(&self) -> &str {
+        &self.0
+    }
+
+    /// The object as a JSON value.
+    pub fn to_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(&self.0)
+    }
 }
 
 /// Kind, namespace and name of an object sliced writes.
@@ -177,11 +205,50 @@ impl LoadError {
 pub fn load_file(path: impl AsRef<Path>) -> Result<Manifest, LoadError> {
     let path = path.as_ref();
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+    let io = |source| LoadError::Io {
         file: file.clone(),
         source,
+    };
+    let opened = std::fs::File::open(path).map_err(io)?;
+    let bytes = FileBytes::read(&opened).map_err(io)?;
+    let text = std::str::from_utf8(bytes.as_slice()).map_err(|e| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (at byte {})", e.valid_up_to()),
+        ))
     })?;
-    load_str(&file, &text)
+    load_str(&file, text)
+}
+
+/// A file's bytes: a regular file mapped into memory (no copy, and none of the page faults a
+/// fresh buffer of that size costs: a tenth of a second per 64 MB), anything else read.
+enum FileBytes {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl FileBytes {
+    fn read(file: &std::fs::File) -> std::io::Result<FileBytes> {
+        let metadata = file.metadata()?;
+        if metadata.is_file() && metadata.len() > 0 {
+            // SAFETY: mapped read-only and private. Were another process to truncate the file
+            // while it is read, the read would fault, as for any program that maps its input.
+            if let Ok(map) = unsafe { memmap2::Mmap::map(file) } {
+                return Ok(FileBytes::Mapped(map));
+            }
+        }
+        let mut bytes = Vec::new();
+        let mut reader = file;
+        reader.read_to_end(&mut bytes)?;
+        Ok(FileBytes::Read(bytes))
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            FileBytes::Mapped(map) => map,
+            FileBytes::Read(bytes) => bytes,
+        }
+    }
 }
 
 /// Loads everything `reader` yields; `source` names it in messages (such as "<stdin>").
@@ -199,8 +266,11 @@ pub fn load_reader(source: &str, mut reader: impl Read) -> Result<Manifest, Load
 /// Loads YAML or JSON text; `source` names it in messages.
 pub fn load_str(source: &str, text: &str) -> Result<Manifest, LoadError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let documents = if looks_like_json(text) {
-        json_documents(source, text)?
+    let documents = if json::looks_like_json(text) {
+        if let Some(manifest) = json::load(source, text)? {
+            return Ok(manifest);
+        }
+        json::documents(source, text)?
     } else {
         yaml_documents(source, text)?
     };
@@ -233,84 +303,6 @@ pub fn load_step_object(source: &str, step: usize, value: Value) -> Result<Manif
     };
     loader.value(value, &at, None)?;
     Ok(loader.out)
-}
-
-/// JSON is parsed as JSON for its better messages. Flow-style YAML also starts with `{` or `[`,
-/// but its keys are usually unquoted, and a JSON key is always quoted.
-fn looks_like_json(text: &str) -> bool {
-    let text = text.trim_start();
-    if !text.starts_with(['{', '[']) {
-        return false;
-    }
-    match text.find('{') {
-        Some(i) => text[i + 1..].trim_start().starts_with(['"', '}']),
-        None => true,
-    }
-}
-
-/// A stream of JSON objects, or a YAML stream whose first document is JSON. kubectl reads JSON
-/// until a document fails, then reads the rest as YAML if at most one object came before
-/// (apimachinery's YAMLOrJSONDecoder): `{}` then `---` is YAML, since JSON is YAML. After two or
-/// more, kubectl refuses a `---`, and so does this, in words.
-fn json_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
-    let mut documents = Vec::new();
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    while let Some(value) = stream.next() {
-        let document = documents.len() + 1;
-        let e = match value {
-            Ok(value) => {
-                documents.push((document, value));
-                continue;
-            }
-            Err(e) => e,
-        };
-        let marker = separator_line(text, stream.byte_offset());
-        let message = match marker {
-            // Read the whole as YAML, so that documents and lines count from the start.
-            Some(_) if documents.len() <= 1 => return yaml_documents(file, text),
-            Some(line) => format!(
-                "a `---` separator at line {line}, after {} JSON documents without one: \
-                 separate every document with `---` (YAML), or none (JSON)",
-                documents.len()
-            ),
-            None => e.to_string(),
-        };
-        return Err(LoadError::Syntax {
-            file: file.to_owned(),
-            at: Position {
-                document,
-                ..Position::default()
-            },
-            format: "JSON",
-            message,
-        });
-    }
-    Ok(documents)
-}
-
-/// The line (1-based) of a YAML document separator (`---` at the start of a line) that follows a
-/// JSON value ending at byte `end`, after blank or comment lines; `None` when other text follows.
-fn separator_line(text: &str, end: usize) -> Option<usize> {
-    let (before, rest) = (text.get(..end)?, text.get(end..)?);
-    let mut line = before.matches('\n').count() + 1;
-    let mut lines = rest.split('\n');
-    // The rest of the value's own line, unless the parser went past it.
-    if !(before.is_empty() || before.ends_with('\n')) {
-        if !lines.next()?.trim().is_empty() {
-            return None;
-        }
-        line += 1;
-    }
-    for text in lines {
-        let trimmed = text.trim();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            line += 1;
-            continue;
-        }
-        let after = text.strip_prefix("---")?;
-        return (after.is_empty() || after.starts_with([' ', '\t', '\r'])).then_some(line);
-    }
-    None
 }
 
 fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
@@ -493,7 +485,7 @@ impl Loader<'_> {
             let mut typed = map.clone();
             typed.insert("apiVersion".into(), Value::String(api_version.clone()));
             typed.insert("kind".into(), Value::String(kind.clone()));
-            Value::Object(typed)
+            Given(Value::Object(typed).to_string().into())
         });
         let label = Some(label);
         // Decoded by reference: errors are worded from the document as given (null is not 0).
@@ -506,9 +498,11 @@ impl Loader<'_> {
                 self.out.objects.services.push(o);
             }
             "Pod" => {
-                let o = self.decode::<core::Pod>(map, at, &label)?;
-                let mut o =
-                    convert::pod_from_k8s(&o).map_err(|e| self.convert_error(at, label, e, map))?;
+                // Only the fields a controller reads, as the watch decodes a pod: a field no
+                // controller reads is not checked, in a file as from the API server.
+                let o = self.decode::<convert::WatchedPod>(map, at, &label)?;
+                let mut o = convert::pod_from_watched(&o)
+                    .map_err(|e| self.convert_error(at, label, e, map))?;
                 self.share_named_ports(&mut o);
                 self.out.objects.pods.push(o);
             }
@@ -543,7 +537,7 @@ impl Loader<'_> {
     }
 
     /// Keeps the document of an object sliced writes, under the key its model object has.
-    fn keep_given(&mut self, kind: Kind, meta: &crate::model::Meta, given: Option<Value>) {
+    fn keep_given(&mut self, kind: Kind, meta: &crate::model::Meta, given: Option<Given>) {
         if let Some(given) = given {
             let key = (kind, meta.namespace.clone(), meta.name.clone());
             self.out.given.insert(key, given);

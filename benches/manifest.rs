@@ -1,0 +1,66 @@
+//! Loading a cluster dump, as `sliced reconcile -f` reads it: real-shaped pods (managedFields,
+//! probes, statuses: `fixtures/pods/deployment-pod.yaml`) in one `List`, as JSON (item by item,
+//! straight into the model, in parallel) and as YAML (a value tree first, then the model: the path
+//! JSON took before). Throughput is in pods; the whole process is timed by
+//! `perf/reconcile-whole.sh`.
+
+#[path = "../tests/support/real_pods.rs"]
+mod real_pods;
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use serde_json::Value;
+
+use sliced::kube::manifest::load_str;
+
+// The binary's allocator, so that the bench measures what ships.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const PODS: usize = 10_000;
+const SERVICES: usize = 100;
+
+/// A `List` of the services and pods, as JSON.
+fn json_list() -> String {
+    let mut items: Vec<Vec<u8>> = (0..SERVICES)
+        .map(|i| serde_json::to_vec(&real_pods::service(i)).unwrap_or_default())
+        .collect();
+    items.extend(real_pods::json_variants(PODS, SERVICES));
+    let mut text = String::from(r#"{"apiVersion":"v1","kind":"List","items":["#);
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&String::from_utf8_lossy(item));
+    }
+    text.push_str("]}");
+    text
+}
+
+fn load(c: &mut Criterion) {
+    let json = json_list();
+    let yaml = match serde_json::from_str::<Value>(&json).map(|v| serde_saphyr::to_string(&v)) {
+        Ok(Ok(yaml)) => yaml,
+        _ => panic!("the generated List does not convert to YAML"),
+    };
+    let mut group = c.benchmark_group("manifest");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(PODS as u64));
+    for (format, text) in [("json", &json), ("yaml", &yaml)] {
+        group.bench_with_input(
+            BenchmarkId::new("load_real_pods", format),
+            text,
+            |b, text| {
+                b.iter(|| match load_str("bench", black_box(text)) {
+                    Ok(m) => assert_eq!(m.objects.pods.len(), PODS),
+                    Err(e) => panic!("{e}"),
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, load);
+criterion_main!(benches);

@@ -1,0 +1,174 @@
+//! What `reconcile` prints, rendered object by object on every core and streamed out in order:
+//! no value tree of the whole output is built, and a million-pod cluster's slices are written as
+//! they are rendered.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+
+use anyhow::Context;
+use rayon::prelude::*;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use sliced::kube::convert::object_to_k8s;
+use sliced::kube::manifest::{Given, GivenKey};
+use sliced::sink::{Kind, Object};
+use sliced::snapshot::SnapshotResult;
+
+mod yaml;
+
+/// Objects rendered in parallel at a time: bounds the text held before it is written.
+const CHUNK: usize = 256;
+
+/// One object of the output: as sliced wrote it, or as the file gave it.
+pub enum Printed<'a> {
+    Written(&'a Object),
+    Given(&'a Given),
+}
+
+impl Printed<'_> {
+    fn to_json(&self) -> anyhow::Result<String> {
+        Ok(match self {
+            Printed::Written(o) => serde_json::to_string_pretty(&object_to_k8s(o))?,
+            Printed::Given(g) => serde_json::to_string_pretty(&given_value(g)?)?,
+        })
+    }
+
+    fn to_yaml(&self) -> anyhow::Result<String> {
+        match self {
+            Printed::Written(o) => yaml::to_string(&object_to_k8s(o)),
+            Printed::Given(g) => yaml::to_string(&given_value(g)?),
+        }
+        .context("writing YAML")
+    }
+}
+
+fn given_value(given: &Given) -> anyhow::Result<Value> {
+    given.to_value().context("reading an object as given")
+}
+
+/// The objects after the reconcile, in the sink's order (EndpointSlices, then Endpoints, each by
+/// namespace and name): those sliced wrote as it wrote them, the others exactly as given.
+pub fn final_objects<'a>(
+    result: &'a SnapshotResult,
+    given: &'a HashMap<GivenKey, Given>,
+) -> Vec<(Kind, Printed<'a>)> {
+    let key = |o: &Object| {
+        let meta = o.meta();
+        (o.kind(), meta.namespace.clone(), meta.name.clone())
+    };
+    let written: HashSet<GivenKey> = result.writes.iter().map(|w| key(&w.sent)).collect();
+    result
+        .objects
+        .iter()
+        .map(|object| {
+            let k = key(object);
+            let printed = match given.get(&k) {
+                Some(as_given) if !written.contains(&k) => Printed::Given(as_given),
+                _ => Printed::Written(object),
+            };
+            (object.kind(), printed)
+        })
+        .collect()
+}
+
+/// The EndpointSlices, then the Endpoints, each sorted by namespace and name, as a YAML stream.
+pub fn yaml(out: &mut impl Write, objects: &[(Kind, Printed)]) -> anyhow::Result<()> {
+    for kind in [Kind::EndpointSlice, Kind::Endpoints] {
+        let of_kind: Vec<&Printed> = objects
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, p)| p)
+            .collect();
+        for chunk in of_kind.chunks(CHUNK) {
+            let texts: Vec<String> = chunk
+                .par_iter()
+                .map(|p| p.to_yaml())
+                .collect::<anyhow::Result<_>>()?;
+            for text in texts {
+                out.write_all(b"---\n")?;
+                out.write_all(text.as_bytes())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `{"writes", "objects", "errors", "events"}`, pretty-printed as serde_json prints a value.
+pub fn json(
+    out: &mut impl Write,
+    result: &SnapshotResult,
+    objects: &[(Kind, Printed)],
+) -> anyhow::Result<()> {
+    #[derive(Serialize)]
+    struct Write<'a, T> {
+        verb: &'a str,
+        object: T,
+    }
+    let errors: Vec<Value> = result
+        .errors
+        .iter()
+        .map(|e| json!({"service": e.service, "message": e.message}))
+        .collect();
+    let events: Vec<Value> = result
+        .events
+        .iter()
+        .map(|(service, e)| {
+            json!({
+                "service": service,
+                "type": format!("{:?}", e.event_type),
+                "reason": e.reason,
+                "message": e.message,
+            })
+        })
+        .collect();
+    out.write_all(b"{\n")?;
+    json_array(out, "writes", &result.writes, false, |w| {
+        let write = Write {
+            verb: w.verb.as_str(),
+            object: object_to_k8s(&w.sent),
+        };
+        Ok(serde_json::to_string_pretty(&write)?)
+    })?;
+    json_array(out, "objects", objects, false, |(_, p)| p.to_json())?;
+    json_array(out, "errors", &errors, false, |v| {
+        Ok(serde_json::to_string_pretty(v)?)
+    })?;
+    json_array(out, "events", &events, true, |v| {
+        Ok(serde_json::to_string_pretty(v)?)
+    })?;
+    out.write_all(b"}\n")?;
+    Ok(())
+}
+
+/// One key of the top-level object and its array, each element rendered by `render` on its own
+/// and indented to its depth (JSON text has no raw newline inside a string, so lines are safe).
+fn json_array<T: Sync>(
+    out: &mut impl Write,
+    key: &str,
+    items: &[T],
+    last: bool,
+    render: impl Fn(&T) -> anyhow::Result<String> + Sync,
+) -> anyhow::Result<()> {
+    write!(out, "  \"{key}\": ")?;
+    if items.is_empty() {
+        out.write_all(b"[]")?;
+    } else {
+        out.write_all(b"[")?;
+        let mut first = true;
+        for chunk in items.chunks(CHUNK) {
+            let texts: Vec<String> = chunk
+                .par_iter()
+                .map(|item| Ok(render(item)?.replace('\n', "\n    ")))
+                .collect::<anyhow::Result<_>>()?;
+            for text in texts {
+                out.write_all(if first { b"\n    " } else { b",\n    " })?;
+                first = false;
+                out.write_all(text.as_bytes())?;
+            }
+        }
+        out.write_all(b"\n  ]")?;
+    }
+    out.write_all(if last { b"\n" } else { b",\n" })?;
+    Ok(())
+}

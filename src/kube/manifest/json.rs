@@ -1,0 +1,344 @@
+//! JSON input. The usual file (`kubectl get ... -o json`: a List of objects of the kinds sliced
+//! reads) is read item by item: each item's text is decoded straight into the model, on every
+//! core, without a value tree, and pods skip the fields no controller reads, as the watch does.
+//! Anything else (an item of another kind or apiVersion, a nested List, an item that inherits
+//! its kind from a typed list, any error) goes through the value path of `mod.rs`, which words
+//! warnings and errors; so a file loads the same objects, warnings and first error either way.
+
+use std::borrow::Cow;
+
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
+use rayon::prelude::*;
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use super::{Given, Inherited, KINDS, LoadError, Loader, Manifest, Position};
+use crate::kube::convert::{self, ConvertError, WatchedPod};
+use crate::model::{EndpointSlice, Endpoints, Namespace, Node, Pod, Service};
+use crate::sink::Kind;
+
+/// Items decoded in parallel at a time: bounds what is held twice (decoded, then moved).
+const CHUNK: usize = 16 * 1024;
+
+/// The fields read before an object is decoded. A string with escapes does not borrow, and fails:
+/// the value path then reads the object.
+#[derive(Deserialize)]
+struct Header<'a> {
+    #[serde(borrow, default)]
+    kind: Option<&'a str>,
+    #[serde(borrow, default, rename = "apiVersion")]
+    api_version: Option<&'a str>,
+}
+
+/// A document read in one pass: a List's kind, apiVersion and items' text, or for any other
+/// value nothing (it is read again as an object, or by the value path).
+#[derive(Default)]
+struct Document<'a> {
+    kind: Option<&'a str>,
+    api_version: Option<&'a str>,
+    items: Option<Vec<&'a RawValue>>,
+}
+
+impl<'de> Deserialize<'de> for Document<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(DocumentVisitor)
+    }
+}
+
+struct DocumentVisitor;
+
+impl<'de> Visitor<'de> for DocumentVisitor {
+    type Value = Document<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Document<'de>, A::Error> {
+        let mut document = Document::default();
+        // A key that does not borrow (it has escapes) is none of these three.
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "kind" => document.kind = map.next_value()?,
+                "apiVersion" => document.api_version = map.next_value()?,
+                "items" => document.items = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(document)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Document<'de>, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Document::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Document<'de>, E> {
+        Ok(Document::default())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Document<'de>, E> {
+        Ok(Document::default())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Document<'de>, E> {
+        Ok(Document::default())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Document<'de>, E> {
+        Ok(Document::default())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Document<'de>, E> {
+        Ok(Document::default())
+    }
+
+    fn visit_unit<E>(self) -> Result<Document<'de>, E> {
+        Ok(Document::default())
+    }
+}
+
+/// One object's text and where it is: a document, or an item of a document's List.
+struct Unit<'a> {
+    text: &'a str,
+    document: usize,
+    item: Option<usize>,
+    inherited: Inherited<'a>,
+}
+
+impl Unit<'_> {
+    fn position(&self) -> Position {
+        Position {
+            document: self.document,
+            items: self.item.into_iter().map(|i| i + 1).collect(),
+            ..Position::default()
+        }
+    }
+}
+
+/// An object decoded on the fast path.
+enum Decoded {
+    Service(Service),
+    Pod(Pod),
+    Node(Node),
+    Namespace(Namespace),
+    Endpoints(Endpoints, Given),
+    EndpointSlice(EndpointSlice, Given),
+}
+
+/// Loads a JSON stream; `None` when the text is not a stream of JSON values (the value path
+/// then reads it as YAML after JSON, or words the syntax error).
+pub(super) fn load(source: &str, text: &str) -> Result<Option<Manifest>, LoadError> {
+    let mut units: Vec<Unit> = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Document>();
+    let (mut end, mut number) = (0, 0);
+    while let Some(document) = stream.next() {
+        // Any value that does not read as a document: the value path words it.
+        let Ok(document) = document else {
+            return Ok(None);
+        };
+        let start = end;
+        end = stream.byte_offset();
+        let whole = text.get(start..end).unwrap_or_default().trim_start();
+        number += 1;
+        split(document, whole, number, &mut units);
+    }
+    let mut loader = Loader {
+        file: source,
+        out: Manifest::default(),
+        port_lists: Default::default(),
+    };
+    for chunk in units.chunks(CHUNK) {
+        let decoded: Vec<Option<Decoded>> = chunk.par_iter().map(decode).collect();
+        for (unit, decoded) in chunk.iter().zip(decoded) {
+            match decoded {
+                Some(object) => loader.push(object),
+                None => loader.value_of_text(unit)?,
+            }
+        }
+    }
+    Ok(Some(loader.out))
+}
+
+/// A document's objects: the items of a List whose kind and apiVersion are given, else the
+/// document itself, `text` (the value path unwraps anything else).
+fn split<'a>(header: Document<'a>, text: &'a str, document: usize, units: &mut Vec<Unit<'a>>) {
+    let whole = Unit {
+        text,
+        document,
+        item: None,
+        inherited: None,
+    };
+    let (Some(kind), Some(api_version), Some(items)) =
+        (header.kind, header.api_version, header.items)
+    else {
+        return units.push(whole);
+    };
+    // A typed list (`PodList`) lends its kind to items without one, as on the value path.
+    let inherited = match kind.strip_suffix("List") {
+        _ if api_version.is_empty() => return units.push(whole),
+        Some("") => None,
+        Some(item_kind) => Some((api_version, item_kind)),
+        None => return units.push(whole),
+    };
+    units.extend(items.into_iter().enumerate().map(|(i, item)| Unit {
+        text: item.get(),
+        document,
+        item: Some(i),
+        inherited,
+    }));
+}
+
+/// The object of a unit, when its kind is one sliced reads and it decodes and converts cleanly.
+fn decode(unit: &Unit) -> Option<Decoded> {
+    let text = unit.text;
+    let header = serde_json::from_str::<Header>(text).ok()?;
+    let kind = header.kind.filter(|k| !k.is_empty())?;
+    let api_version = header.api_version.filter(|v| !v.is_empty())?;
+    if !KINDS.contains(&(kind, api_version)) {
+        return None;
+    }
+    Some(match kind {
+        "Service" => Decoded::Service(typed::<core::Service, _>(text, convert::service_from_k8s)?),
+        "Pod" => Decoded::Pod(typed::<WatchedPod, _>(text, convert::pod_from_watched)?),
+        "Node" => Decoded::Node(typed::<core::Node, _>(text, convert::node_from_k8s)?),
+        "Namespace" => Decoded::Namespace(typed::<core::Namespace, _>(
+            text,
+            convert::namespace_from_k8s,
+        )?),
+        "Endpoints" => Decoded::Endpoints(
+            typed::<core::Endpoints, _>(text, convert::endpoints_from_k8s)?,
+            Given::from_json(text),
+        ),
+        _ => Decoded::EndpointSlice(
+            typed::<discovery::EndpointSlice, _>(text, convert::endpoint_slice_from_k8s)?,
+            Given::from_json(text),
+        ),
+    })
+}
+
+/// Decodes `text` as `T` and converts it; `None` on any error (the value path words it).
+fn typed<T: DeserializeOwned, O>(
+    text: &str,
+    convert: fn(&T) -> Result<O, ConvertError>,
+) -> Option<O> {
+    convert(&serde_json::from_str(text).ok()?).ok()
+}
+
+impl Loader<'_> {
+    fn push(&mut self, object: Decoded) {
+        let objects = &mut self.out.objects;
+        match object {
+            Decoded::Service(o) => objects.services.push(o),
+            Decoded::Pod(mut o) => {
+                self.share_named_ports(&mut o);
+                self.out.objects.pods.push(o);
+            }
+            Decoded::Node(o) => objects.nodes.push(o),
+            Decoded::Namespace(o) => objects.namespaces.push(o),
+            Decoded::Endpoints(o, given) => {
+                self.keep_given(Kind::Endpoints, &o.meta, Some(given));
+                self.out.objects.endpoints.push(o);
+            }
+            Decoded::EndpointSlice(o, given) => {
+                self.keep_given(Kind::EndpointSlice, &o.meta, Some(given));
+                self.out.objects.endpoint_slices.push(o);
+            }
+        }
+    }
+
+    /// The value path for one unit: warnings, nested Lists, and the words of any error.
+    fn value_of_text(&mut self, unit: &Unit) -> Result<(), LoadError> {
+        let at = unit.position();
+        let value: Value = serde_json::from_str(unit.text).map_err(|e| LoadError::Syntax {
+            file: self.file.to_owned(),
+            at: at.clone(),
+            format: "JSON",
+            message: e.to_string(),
+        })?;
+        self.value(value, &at, unit.inherited)
+    }
+}
+
+/// JSON is parsed as JSON for its better messages. Flow-style YAML also starts with `{` or `[`,
+/// but its keys are usually unquoted, and a JSON key is always quoted.
+pub(super) fn looks_like_json(text: &str) -> bool {
+    let text = text.trim_start();
+    if !text.starts_with(['{', '[']) {
+        return false;
+    }
+    match text.find('{') {
+        Some(i) => text[i + 1..].trim_start().starts_with(['"', '}']),
+        None => true,
+    }
+}
+
+/// A stream of JSON objects, or a YAML stream whose first document is JSON. kubectl reads JSON
+/// until a document fails, then reads the rest as YAML if at most one object came before
+/// (apimachinery's YAMLOrJSONDecoder): `{}` then `---` is YAML, since JSON is YAML. After two or
+/// more, kubectl refuses a `---`, and so does this, in words.
+pub(super) fn documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadError> {
+    let mut documents = Vec::new();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    while let Some(value) = stream.next() {
+        let document = documents.len() + 1;
+        let e = match value {
+            Ok(value) => {
+                documents.push((document, value));
+                continue;
+            }
+            Err(e) => e,
+        };
+        let marker = separator_line(text, stream.byte_offset());
+        let message = match marker {
+            // Read the whole as YAML, so that documents and lines count from the start.
+            Some(_) if documents.len() <= 1 => return super::yaml_documents(file, text),
+            Some(line) => format!(
+                "a `---` separator at line {line}, after {} JSON documents without one: \
+                 separate every document with `---` (YAML), or none (JSON)",
+                documents.len()
+            ),
+            None => e.to_string(),
+        };
+        return Err(LoadError::Syntax {
+            file: file.to_owned(),
+            at: Position {
+                document,
+                ..Position::default()
+            },
+            format: "JSON",
+            message,
+        });
+    }
+    Ok(documents)
+}
+
+/// The line (1-based) of a YAML document separator (`---` at the start of a line) that follows a
+/// JSON value ending at byte `end`, after blank or comment lines; `None` when other text follows.
+fn separator_line(text: &str, end: usize) -> Option<usize> {
+    let (before, rest) = (text.get(..end)?, text.get(end..)?);
+    let mut line = before.matches('\n').count() + 1;
+    let mut lines = rest.split('\n');
+    // The rest of the value's own line, unless the parser went past it.
+    if !(before.is_empty() || before.ends_with('\n')) {
+        if !lines.next()?.trim().is_empty() {
+            return None;
+        }
+        line += 1;
+    }
+    for text in lines {
+        let trimmed = text.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            line += 1;
+            continue;
+        }
+        let after = text.strip_prefix("---")?;
+        return (after.is_empty() || after.starts_with([' ', '\t', '\r'])).then_some(line);
+    }
+    None
+}

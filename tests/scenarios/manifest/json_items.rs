@@ -1,0 +1,194 @@
+//! The JSON fast path (items decoded straight into the model, in parallel) against the value path
+//! (every document read into a value tree first, which YAML always takes): one List, written as
+//! JSON and as YAML, must load the same objects, warnings, objects as given and first error. The
+//! objects are kube-controller-manager's own (`fixtures/upstream-1.36/cluster.json`), and each
+//! case below changes one item the way a hand-edited or odd dump does.
+
+use serde_json::{Value, json};
+use sliced::kube::manifest::{LoadError, Manifest, load_str};
+
+const CLUSTER: &str = include_str!("../../../fixtures/upstream-1.36/cluster.json");
+
+fn items() -> Vec<Value> {
+    let list: Value = serde_json::from_str(CLUSTER).unwrap();
+    list["items"].as_array().unwrap().clone()
+}
+
+fn list(items: &[Value]) -> Value {
+    json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+/// Loads `document` as JSON (the fast path) and as YAML (the value path).
+fn both(document: &Value) -> (Result<Manifest, LoadError>, Result<Manifest, LoadError>) {
+    let json = serde_json::to_string_pretty(document).unwrap();
+    let yaml = serde_saphyr::to_string(document).unwrap();
+    (load_str("f", &json), load_str("f", &yaml))
+}
+
+fn assert_same(case: &str, document: &Value) {
+    match both(document) {
+        (Ok(fast), Ok(values)) => {
+            let (f, v) = (&fast.objects, &values.objects);
+            assert_eq!(f.services, v.services, "{case}: services");
+            assert_eq!(f.pods, v.pods, "{case}: pods");
+            assert_eq!(f.nodes, v.nodes, "{case}: nodes");
+            assert_eq!(f.namespaces, v.namespaces, "{case}: namespaces");
+            assert_eq!(f.endpoint_slices, v.endpoint_slices, "{case}: slices");
+            assert_eq!(f.endpoints, v.endpoints, "{case}: endpoints");
+            assert_eq!(fast.warnings, values.warnings, "{case}: warnings");
+            let mut keys: Vec<_> = fast.given.keys().collect();
+            keys.sort();
+            let mut value_keys: Vec<_> = values.given.keys().collect();
+            value_keys.sort();
+            assert_eq!(keys, value_keys, "{case}: objects as given");
+            for (key, given) in &fast.given {
+                assert_eq!(
+                    given.to_value().unwrap(),
+                    values.given[key].to_value().unwrap(),
+                    "{case}: {key:?} as given"
+                );
+            }
+        }
+        (Err(fast), Err(values)) => {
+            assert_eq!(fast.to_string(), values.to_string(), "{case}: error");
+        }
+        (fast, values) => panic!(
+            "{case}: the JSON path gave {:?}, the value path {:?}",
+            fast.map(|m| m.len()),
+            values.map(|m| m.len())
+        ),
+    }
+}
+
+#[test]
+fn a_cluster_dump_loads_alike_as_json_and_as_yaml() {
+    let items = items();
+    assert_same("the cluster", &list(&items));
+    let loaded = load_str("f", &serde_json::to_string(&list(&items)).unwrap()).unwrap();
+    assert_eq!(loaded.objects.pods.len(), 1083);
+    assert_eq!(loaded.objects.endpoint_slices.len(), 23);
+}
+
+/// Each case edits the first item of a kind; the edit must load alike both ways.
+#[test]
+fn odd_and_malformed_items_load_alike_as_json_and_as_yaml() {
+    type Edit = fn(&mut Value);
+    let cases: [(&str, &str, Edit); 23] = [
+        // A field no controller reads is not checked, on either path (as the watch decodes).
+        ("pod resources malformed", "Pod", |p| {
+            p["spec"]["containers"][0]["resources"] = json!("lots")
+        }),
+        ("pod ip not an ip", "Pod", |p| {
+            p["status"]["podIP"] = json!("10.0.0.300")
+        }),
+        ("pod ips not a list", "Pod", |p| {
+            p["status"]["podIPs"] = json!("x")
+        }),
+        ("pod port out of range", "Pod", |p| {
+            p["spec"]["containers"][0]["ports"] = json!([{"containerPort": 70000}])
+        }),
+        ("pod port null", "Pod", |p| {
+            p["spec"]["containers"][0]["ports"] = json!([{"name": "x", "containerPort": null}])
+        }),
+        ("pod without kind", "Pod", |p| {
+            p.as_object_mut().unwrap().remove("kind");
+        }),
+        ("pod kind empty", "Pod", |p| p["kind"] = json!("")),
+        ("pod kind a number", "Pod", |p| p["kind"] = json!(5)),
+        ("pod of another apiVersion", "Pod", |p| {
+            p["apiVersion"] = json!("v2")
+        }),
+        ("pod without a name", "Pod", |p| {
+            p["metadata"].as_object_mut().unwrap().remove("name");
+        }),
+        ("pod label with escapes", "Pod", |p| {
+            p["metadata"]["labels"]["quote\"d"] = json!("tab\there")
+        }),
+        ("pod name with escapes", "Pod", |p| {
+            p["metadata"]["name"] = json!("p\u{e9}\\d")
+        }),
+        ("pod kind with an escape", "Pod", |p| {
+            p["kind"] = json!("P\u{6f}d")
+        }),
+        ("pod creation time malformed", "Pod", |p| {
+            p["metadata"]["creationTimestamp"] = json!("yesterday")
+        }),
+        ("another kind", "Pod", |p| p["kind"] = json!("ConfigMap")),
+        (
+            "a nested List",
+            "Pod",
+            |p| *p = json!({"apiVersion": "v1", "kind": "List", "items": [p.clone()]}),
+        ),
+        ("a null item", "Pod", |p| *p = Value::Null),
+        ("a number item", "Node", |p| *p = json!(3)),
+        ("service type unknown", "Service", |s| {
+            s["spec"]["type"] = json!("Magic")
+        }),
+        ("service port a string", "Service", |s| {
+            s["spec"]["ports"][0]["port"] = json!("80")
+        }),
+        ("slice address type unknown", "EndpointSlice", |s| {
+            s["addressType"] = json!("IPv5")
+        }),
+        ("endpoints address not an ip", "Endpoints", |e| {
+            e["subsets"][0]["addresses"][0]["ip"] = json!("010.000.000.001")
+        }),
+        ("node without a name", "Node", |n| {
+            n["metadata"].as_object_mut().unwrap().remove("name");
+        }),
+    ];
+    for (case, kind, edit) in cases {
+        let mut items = items();
+        let at = items.iter().position(|i| i["kind"] == kind).unwrap();
+        edit(&mut items[at]);
+        assert_same(case, &list(&items));
+    }
+}
+
+/// Items of a typed list take its kind when they have none, on both paths.
+#[test]
+fn a_typed_list_lends_its_kind_alike() {
+    let pods: Vec<Value> = items()
+        .into_iter()
+        .filter(|i| i["kind"] == "Pod")
+        .take(20)
+        .map(|mut p| {
+            let object = p.as_object_mut().unwrap();
+            object.remove("kind");
+            object.remove("apiVersion");
+            p
+        })
+        .collect();
+    let document = json!({"apiVersion": "v1", "kind": "PodList", "items": pods});
+    assert_same("a PodList", &document);
+    let (fast, _) = both(&document);
+    assert_eq!(fast.unwrap().objects.pods.len(), 20);
+}
+
+/// Several JSON documents, one of them a List, and JSON's own stream forms.
+#[test]
+fn several_documents_load_alike() {
+    let items = items();
+    let (first, rest) = items.split_at(100);
+    let json = format!(
+        "{}\n{}\n",
+        serde_json::to_string(&list(first)).unwrap(),
+        serde_json::to_string(&list(rest)).unwrap()
+    );
+    let yaml = format!(
+        "{}---\n{}",
+        serde_saphyr::to_string(&list(first)).unwrap(),
+        serde_saphyr::to_string(&list(rest)).unwrap()
+    );
+    let (fast, values) = (load_str("f", &json).unwrap(), load_str("f", &yaml).unwrap());
+    assert_eq!(fast.objects.pods, values.objects.pods);
+    assert_eq!(fast.objects.services, values.objects.services);
+    assert_eq!(fast.warnings, values.warnings);
+    // A bare array of objects, as some tools print.
+    let array = serde_json::to_string(&items[..50]).unwrap();
+    let as_list = serde_json::to_string(&list(&items[..50])).unwrap();
+    assert_eq!(
+        load_str("f", &array).unwrap().objects.pods,
+        load_str("f", &as_list).unwrap().objects.pods
+    );
+}
