@@ -30,21 +30,27 @@ impl Printed<'_> {
     fn to_json(&self) -> anyhow::Result<String> {
         Ok(match self {
             Printed::Written(o) => serde_json::to_string_pretty(&object_to_k8s(o))?,
-            Printed::Given(g) => serde_json::to_string_pretty(&given_value(g)?)?,
+            Printed::Given(g) => {
+                // Pretty-printed as it is read, as serde_json prints a value.
+                let mut text = Vec::with_capacity(g.json().len() * 2);
+                let mut json = serde_json::Deserializer::from_str(g.json());
+                serde_transcode::transcode(
+                    &mut json,
+                    &mut serde_json::Serializer::pretty(&mut text),
+                )
+                .context("reading an object as given")?;
+                String::from_utf8(text).context("reading an object as given")?
+            }
         })
     }
 
     fn to_yaml(&self) -> anyhow::Result<String> {
         match self {
             Printed::Written(o) => yaml::to_string(&object_to_k8s(o)),
-            Printed::Given(g) => yaml::to_string(&given_value(g)?),
+            Printed::Given(g) => yaml::from_json(g.json()),
         }
         .context("writing YAML")
     }
-}
-
-fn given_value(given: &Given) -> anyhow::Result<Value> {
-    given.to_value().context("reading an object as given")
 }
 
 /// The objects after the reconcile, in the sink's order (EndpointSlices, then Endpoints, each by

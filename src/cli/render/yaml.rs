@@ -19,6 +19,20 @@ pub fn to_string<T: Serialize + ?Sized>(value: &T) -> Result<String, Error> {
     Ok(out)
 }
 
+/// JSON text as a YAML document's body, written as it is read (no value tree between).
+pub fn from_json(text: &str) -> Result<String, Error> {
+    let mut out = String::with_capacity(text.len());
+    let mut json = serde_json::Deserializer::from_str(text);
+    serde_transcode::transcode(
+        &mut json,
+        Emitter {
+            out: &mut out,
+            slot: Slot::Top,
+        },
+    )?;
+    Ok(out)
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Error(String);
@@ -439,6 +453,19 @@ mod tests {
         let list: Value = serde_json::from_str(CLUSTER).unwrap();
         for item in list["items"].as_array().unwrap() {
             round_trip(item);
+        }
+    }
+
+    /// JSON text written as it is read gives what its value gives.
+    #[test]
+    fn json_text_is_written_as_its_value() {
+        let list: Value = serde_json::from_str(CLUSTER).unwrap();
+        for item in list["items"].as_array().unwrap() {
+            let text = serde_json::to_string(item).unwrap();
+            assert_eq!(
+                super::from_json(&text).unwrap(),
+                super::to_string(item).unwrap()
+            );
         }
     }
 

@@ -132,8 +132,13 @@ enum Decoded {
 }
 
 /// Loads a JSON stream; `None` when the text is not a stream of JSON values (the value path
-/// then reads it as YAML after JSON, or words the syntax error).
-pub(super) fn load(source: &str, text: &str) -> Result<Option<Manifest>, LoadError> {
+/// then reads it as YAML after JSON, or words the syntax error). `read` is told how far into
+/// `text` the decoding has come, so that a mapped file's pages can be let go behind it.
+pub(super) fn load(
+    source: &str,
+    text: &str,
+    read: &dyn Fn(usize),
+) -> Result<Option<Manifest>, LoadError> {
     let mut units: Vec<Unit> = Vec::new();
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Document>();
     let (mut end, mut number) = (0, 0);
@@ -147,6 +152,7 @@ pub(super) fn load(source: &str, text: &str) -> Result<Option<Manifest>, LoadErr
         let whole = text.get(start..end).unwrap_or_default().trim_start();
         number += 1;
         split(document, whole, number, &mut units);
+        read(end);
     }
     let mut loader = Loader {
         file: source,
@@ -161,8 +167,16 @@ pub(super) fn load(source: &str, text: &str) -> Result<Option<Manifest>, LoadErr
                 None => loader.value_of_text(unit)?,
             }
         }
+        if let Some(last) = chunk.last() {
+            read(end_of(text, last.text));
+        }
     }
     Ok(Some(loader.out))
+}
+
+/// Where `part`, a slice of `text`, ends in it.
+fn end_of(text: &str, part: &str) -> usize {
+    (part.as_ptr() as usize + part.len()).saturating_sub(text.as_ptr() as usize)
 }
 
 /// A document's objects: the items of a List whose kind and apiVersion are given, else the

@@ -217,7 +217,7 @@ pub fn load_file(path: impl AsRef<Path>) -> Result<Manifest, LoadError> {
             format!("not UTF-8 text (at byte {})", e.valid_up_to()),
         ))
     })?;
-    load_str(&file, text)
+    load_text(&file, text, &|read| bytes.release(read))
 }
 
 /// A file's bytes: a regular file mapped into memory (no copy, and none of the page faults a
@@ -226,6 +226,9 @@ enum FileBytes {
     Mapped(memmap2::Mmap),
     Read(Vec<u8>),
 }
+
+/// Mapped pages are released in steps of this many bytes.
+const RELEASE_STEP: usize = 1 << 24;
 
 impl FileBytes {
     fn read(file: &std::fs::File) -> std::io::Result<FileBytes> {
@@ -241,6 +244,22 @@ impl FileBytes {
         let mut reader = file;
         reader.read_to_end(&mut bytes)?;
         Ok(FileBytes::Read(bytes))
+    }
+
+    /// The first `read` bytes are read: their pages leave the resident set (a gigabyte of dump
+    /// need not be resident beside the objects decoded from it). Read again, they come back
+    /// from the page cache.
+    fn release(&self, read: usize) {
+        if let FileBytes::Mapped(map) = self {
+            let len = read.min(map.len()) / RELEASE_STEP * RELEASE_STEP;
+            if len > 0 {
+                // SAFETY: a private read-only mapping of a file: dropped pages are read back
+                // from the file, unchanged, when next touched. A failure only keeps them.
+                let _ = unsafe {
+                    map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len)
+                };
+            }
+        }
     }
 
     fn as_slice(&self) -> &[u8] {
@@ -265,9 +284,17 @@ pub fn load_reader(source: &str, mut reader: impl Read) -> Result<Manifest, Load
 
 /// Loads YAML or JSON text; `source` names it in messages.
 pub fn load_str(source: &str, text: &str) -> Result<Manifest, LoadError> {
+    load_text(source, text, &|_| {})
+}
+
+/// [`load_str`], telling `read` how far into `text` nothing will be read again.
+fn load_text(source: &str, text: &str, read: &dyn Fn(usize)) -> Result<Manifest, LoadError> {
+    let whole = text;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let offset = whole.len() - text.len();
+    let read_of_text = |n: usize| read(offset + n);
     let documents = if json::looks_like_json(text) {
-        if let Some(manifest) = json::load(source, text)? {
+        if let Some(manifest) = json::load(source, text, &read_of_text)? {
             return Ok(manifest);
         }
         json::documents(source, text)?

@@ -192,3 +192,33 @@ fn several_documents_load_alike() {
         load_str("f", &as_list).unwrap().objects.pods
     );
 }
+
+/// A file large enough that its mapped pages are let go behind the decoding (past 16 MB, and
+/// more items than one parallel chunk) loads what its text loads.
+#[test]
+fn a_large_mapped_file_loads_as_its_text() {
+    let items: Vec<Value> = (0..15)
+        .flat_map(|n| {
+            items().into_iter().map(move |mut item| {
+                if item["metadata"]["namespace"].is_string() {
+                    item["metadata"]["namespace"] = json!(format!("copy-{n}"));
+                }
+                item
+            })
+        })
+        .collect();
+    let text = serde_json::to_string_pretty(&list(&items)).unwrap();
+    assert!(text.len() > 20 << 20, "{} bytes", text.len());
+    let path = std::env::temp_dir().join(format!("sliced-large-{}.json", std::process::id()));
+    std::fs::write(&path, &text).unwrap();
+    let from_file = sliced::kube::manifest::load_file(&path);
+    let _ = std::fs::remove_file(&path);
+    let (from_file, from_text) = (from_file.unwrap(), load_str("f", &text).unwrap());
+    assert_eq!(from_file.objects.pods.len(), 15 * 1083);
+    assert_eq!(from_file.objects.pods, from_text.objects.pods);
+    assert_eq!(
+        from_file.objects.endpoint_slices,
+        from_text.objects.endpoint_slices
+    );
+    assert_eq!(from_file.given.len(), from_text.given.len());
+}
