@@ -1,13 +1,16 @@
 //! One sync of every service over a snapshot of a cluster, as a controller that has just started
 //! would do it: the offline form of the controller behind `sliced reconcile`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+use rayon::prelude::*;
 
 use crate::change::{Change, Step};
 pub use crate::controllers::Controllers;
 use crate::engine::{Engine, EngineOptions, SyncOutcome};
-use crate::model::{EndpointSlice, Endpoints, Namespace, Node, Pod, Service};
+use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service};
 use crate::queue::{Clock, VirtualClock};
 use crate::reconcile::{Event, Options, mirroring};
 use crate::sink::Object;
@@ -231,9 +234,20 @@ fn deliver_cluster(
     for service in services {
         engine.handle(Change::Service(service));
     }
+    // A namespace's pods in their order (the later of two of one name wins), namespaces side by
+    // side: each is its own shard of the index, and queues and change logs take concurrent adds.
+    let mut by_namespace: HashMap<Name, Vec<Pod>> = HashMap::new();
     for pod in pods {
-        engine.handle(Change::Pod(pod));
+        by_namespace
+            .entry(pod.meta.namespace.clone())
+            .or_default()
+            .push(pod);
     }
+    by_namespace.into_par_iter().for_each(|(_, pods)| {
+        for pod in pods {
+            engine.handle(Change::Pod(pod));
+        }
+    });
 }
 
 /// The EndpointSlices and Endpoints an API server holds, delivered to `engine` as its informers'
