@@ -13,7 +13,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use sliced::model::EndpointSlice;
+use sliced::model::{EndpointSlice, EndpointSubset, Endpoints, Labels, Name};
 use sliced::reconcile::endpoints::ANNOTATION_OVER_CAPACITY as OVER_CAPACITY;
 use sliced::replay::{FaultProfile, ReplayOptions, Step, replay_with_progress};
 use sliced::sim::{self, ClusterSpec, SpecError, TraceKind};
@@ -371,20 +371,19 @@ fn progress_bar(text: bool, total: usize) -> Option<ProgressBar> {
 
 /// The same Endpoints objects: subsets, labels and the over-capacity mark.
 fn same_endpoints(a: &[Object], b: &[Object]) -> bool {
-    let of = |objects: &[Object]| -> Vec<String> {
-        objects
-            .iter()
-            .filter_map(|o| o.as_endpoints())
-            .map(|e| {
-                let capacity = e.meta.annotations.get(OVER_CAPACITY);
-                format!(
-                    "{}/{} {:?} {:?} {:?}",
-                    e.meta.namespace, e.meta.name, e.meta.labels, capacity, e.subsets
-                )
-            })
-            .collect()
-    };
-    of(a) == of(b)
+    fn compared(e: &Endpoints) -> (&Name, &Name, &Labels, Option<&Name>, &Vec<EndpointSubset>) {
+        let capacity = e.meta.annotations.get(OVER_CAPACITY);
+        (
+            &e.meta.namespace,
+            &e.meta.name,
+            &e.meta.labels,
+            capacity,
+            &e.subsets,
+        )
+    }
+    let a = a.iter().filter_map(|o| o.as_endpoints()).map(compared);
+    let b = b.iter().filter_map(|o| o.as_endpoints()).map(compared);
+    a.eq(b)
 }
 
 fn slices_of(objects: &[Object]) -> Vec<&EndpointSlice> {
@@ -392,30 +391,26 @@ fn slices_of(objects: &[Object]) -> Vec<&EndpointSlice> {
 }
 
 /// The same endpoints per service and address type, with the same conditions, node and zone,
-/// whatever the slice layout.
+/// whatever the slice layout: the two sides counted against each other.
 fn same_content(a: &[&EndpointSlice], b: &[&EndpointSlice]) -> bool {
-    let key = |slices: &[&EndpointSlice]| {
-        let mut v: Vec<String> = slices
-            .iter()
-            .flat_map(|s| {
-                s.endpoints.iter().map(move |e| {
-                    format!(
-                        "{}/{:?}/{}/{:?}/{:?}/{:?}/{:?}",
-                        s.meta.namespace,
-                        s.service_name(),
-                        s.address_type,
-                        e.addresses,
-                        e.conditions,
-                        e.node_name,
-                        e.zone
-                    )
-                })
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    key(a) == key(b)
+    let mut counts = std::collections::HashMap::new();
+    for (slices, step) in [(a, 1i64), (b, -1)] {
+        for s in slices {
+            for e in &s.endpoints {
+                let key = (
+                    &s.meta.namespace,
+                    s.service_name(),
+                    &s.address_type,
+                    &e.addresses,
+                    e.conditions,
+                    &e.node_name,
+                    &e.zone,
+                );
+                *counts.entry(key).or_insert(0) += step;
+            }
+        }
+    }
+    counts.values().all(|&count| count == 0)
 }
 
 /// Resident memory now and at its peak, from /proc (Linux); None elsewhere.
