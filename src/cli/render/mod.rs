@@ -107,7 +107,7 @@ pub fn json(
     objects: &[(Kind, Printed)],
 ) -> anyhow::Result<()> {
     #[derive(Serialize)]
-    struct Write<'a, T> {
+    struct Sent<'a, T> {
         verb: &'a str,
         object: T,
     }
@@ -130,7 +130,7 @@ pub fn json(
         .collect();
     out.write_all(b"{\n")?;
     json_array(out, "writes", &result.writes, false, |w| {
-        let write = Write {
+        let write = Sent {
             verb: w.verb.as_str(),
             object: object_to_k8s(&w.sent),
         };

@@ -23,18 +23,9 @@ use crate::sink::Kind;
 /// Items decoded in parallel at a time: bounds what is held twice (decoded, then moved).
 const CHUNK: usize = 16 * 1024;
 
-/// The fields read before an object is decoded. A string with escapes does not borrow, and fails:
-/// the value path then reads the object.
-#[derive(Deserialize)]
-struct Header<'a> {
-    #[serde(borrow, default)]
-    kind: Option<&'a str>,
-    #[serde(borrow, default, rename = "apiVersion")]
-    api_version: Option<&'a str>,
-}
-
-/// A document read in one pass: a List's kind, apiVersion and items' text, or for any other
-/// value nothing (it is read again as an object, or by the value path).
+/// An object's kind and apiVersion and, for a List, its items' text, read in one pass; for any
+/// other value nothing. A string with escapes does not borrow and fails the read: the value path
+/// then reads the object.
 #[derive(Default)]
 struct Document<'a> {
     kind: Option<&'a str>,
@@ -211,7 +202,7 @@ fn split<'a>(header: Document<'a>, text: &'a str, document: usize, units: &mut V
 /// The object of a unit, when its kind is one sliced reads and it decodes and converts cleanly.
 fn decode(unit: &Unit) -> Option<Decoded> {
     let text = unit.text;
-    let header = serde_json::from_str::<Header>(text).ok()?;
+    let header = serde_json::from_str::<Document>(text).ok()?;
     let kind = header.kind.filter(|k| !k.is_empty())?;
     let api_version = header.api_version.filter(|v| !v.is_empty())?;
     if !KINDS.contains(&(kind, api_version)) {
