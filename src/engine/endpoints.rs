@@ -16,7 +16,7 @@ use crate::model::{Endpoints, Name, Pod, Service, ServiceType, Timestamp, keys};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::Event;
 use crate::reconcile::endpoints::{
-    self, ANNOTATION_LEADER, AddressCache, EndpointsInput, EndpointsPlan,
+    self, ANNOTATION_LEADER, AddressCache, Edit, EndpointsInput, EndpointsPlan, Settled,
 };
 use crate::sink::endpoints::apply_endpoints_plan;
 use crate::sink::{Object, Sink, Verb};
@@ -33,10 +33,6 @@ const STALE_MESSAGE: &str = "endpoints informer cache is out of date";
 /// whose deletion is a moment behind, then delete them again. Upstream syncs at once.
 const DELETED_BY_OTHERS_SYNC_DELAY: Duration = Duration::from_secs(1);
 
-/// Services selecting at least this many pods keep their addresses in order between syncs
-/// ([`AddressCache`], about 60 bytes a pod); a smaller one is built in full at little cost.
-const ADDRESS_CACHE_MIN_PODS: usize = 500;
-
 pub(super) struct EndpointsController {
     pub queue: WorkQueue<ServiceKey>,
     /// `--endpoint-updates-batch-period`: the delay of pod-triggered syncs.
@@ -50,7 +46,8 @@ pub(super) struct EndpointsController {
     /// Services deleted since their key's last sync and no Endpoints event since: the API server
     /// deleted their Endpoints with them, whatever the watch still shows.
     deleted_with_service: DashSet<ServiceKey, RandomState>,
-    /// The addresses of large services, in order, kept by the changed pods.
+    /// The addresses of services synced more than once, in order, kept by the changed pods
+    /// (about 70 bytes a pod).
     addresses: DashMap<ServiceKey, AddressCache, RandomState>,
 }
 
@@ -68,7 +65,11 @@ type ChangedPods = Vec<(Name, Option<Arc<Pod>>)>;
 pub(super) enum Prepared {
     Nothing,
     Stale,
-    Plan(EndpointsPlan),
+    Plan {
+        plan: Box<EndpointsPlan>,
+        /// The service, when the plan came from its address cache: the write's answer settles it.
+        cached: Option<Arc<Service>>,
+    },
 }
 
 impl EndpointsController {
@@ -153,62 +154,68 @@ impl EndpointsController {
         Some(current)
     }
 
-    /// Brings the service's address cache up to date when it keeps one: edited by the changed
-    /// pods, or built afresh (after a full change, or when an edit cannot be made). Returns
-    /// whether the sync can take its addresses from it.
+    /// Brings the service's address cache up to date: edited by the changed pods, or built afresh
+    /// (after a full change, or when an edit cannot be made). Returns what the changed pods did
+    /// to it, or `None` when the service keeps none. A cache is first built by a sync that knows
+    /// its changed pods: a service synced once (a one-shot reconcile) never builds one.
     fn keep_addresses(
         &self,
         index: &Index,
         key: &ServiceKey,
         service: &Service,
         changed: Option<&ChangedPods>,
-    ) -> bool {
-        if !AddressCache::fits(service) || index.member_count(key) < ADDRESS_CACHE_MIN_PODS {
+    ) -> Option<Edit> {
+        if !AddressCache::fits(service) {
             self.addresses.remove(key);
-            return false;
+            return None;
         }
-        let edited = changed.is_some_and(|changed| {
-            self.addresses
-                .get_mut(key)
-                .is_some_and(|mut cache| cache.apply(service, changed))
-        });
-        if edited {
-            return true;
+        match changed {
+            Some(changed) => {
+                let edit = self
+                    .addresses
+                    .get_mut(key)
+                    .map(|mut cache| cache.apply(service, changed));
+                if let Some(edit @ (Edit::Kept | Edit::Moved)) = edit {
+                    return Some(edit);
+                }
+            }
+            None if !self.addresses.contains_key(key) => return None,
+            None => {}
         }
         match AddressCache::build(service, &index.members(key)) {
             Some(cache) => {
                 self.addresses.insert(key.clone(), cache);
-                true
+                Some(Edit::Moved)
             }
             None => {
                 self.addresses.remove(key);
-                false
+                None
             }
         }
     }
 
-    /// The trigger time of this sync, from the changed pods alone when only pods changed.
-    fn trigger_time(
+    /// The trigger time of this sync from the changed pods alone; `None` when the tracker needs
+    /// every pod.
+    fn trigger_time_of_changed(
         &self,
         key: &ServiceKey,
         service: &Service,
-        changed: Option<&ChangedPods>,
-        pods: &[&Pod],
-    ) -> Option<Timestamp> {
-        if let Some(changed) = changed {
-            let changed: Vec<(Name, Option<&Pod>)> = changed
-                .iter()
-                .map(|(n, p)| (n.clone(), p.as_deref()))
-                .collect();
-            if let Some(time) =
-                self.triggers
-                    .compute_changed(&key.namespace, &key.name, service, &changed)
-            {
-                return time;
-            }
-        }
+        changed: &ChangedPods,
+    ) -> Option<Option<Timestamp>> {
+        let changed: Vec<(Name, Option<&Pod>)> = changed
+            .iter()
+            .map(|(n, p)| (n.clone(), p.as_deref()))
+            .collect();
         self.triggers
-            .compute(&key.namespace, &key.name, service, pods)
+            .compute_changed(&key.namespace, &key.name, service, &changed)
+    }
+
+    /// Records what a sync planned from the cache found: the object as it is when the plan
+    /// writes nothing; nothing yet when it writes (the write's answer settles it).
+    fn settle(&self, key: &ServiceKey, settled: Option<Settled>) {
+        if let Some(mut cache) = self.addresses.get_mut(key) {
+            cache.settle(settled);
+        }
     }
 }
 
@@ -291,15 +298,21 @@ impl Controller for EndpointsController {
             if store.get(key).is_none() {
                 return Prepared::Nothing;
             }
-            return Prepared::Plan(endpoints::sync_deleted(&key.namespace, &key.name));
+            return Prepared::Plan {
+                plan: Box::new(endpoints::sync_deleted(&key.namespace, &key.name)),
+                cached: None,
+            };
         };
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
             return Prepared::Nothing;
         }
         let changed = self.changed_pods(index, key, &service);
         // An engine told to sync in full (the reference in tests) builds every time.
-        let cached =
-            cx.options.incremental && self.keep_addresses(index, key, &service, changed.as_ref());
+        let edit = cx
+            .options
+            .incremental
+            .then(|| self.keep_addresses(index, key, &service, changed.as_ref()))
+            .flatten();
         // A Service recreated before the watch shows the old one's Endpoints gone: they went with
         // it, and an update of them would be refused (NotFound). Created instead, as upstream's
         // retry does after that refusal. Should they still be there, the create is refused and
@@ -313,25 +326,87 @@ impl Controller for EndpointsController {
             }
             _ => (false, false),
         };
-        // The members are borrowed, not cloned: a 5,000-pod service moves no reference count.
-        index.with_members(key, |pods| {
-            let trigger_time = self.trigger_time(key, &service, changed.as_ref(), pods);
-            if stale {
-                return Prepared::Stale;
+        let known_trigger_time = changed
+            .as_ref()
+            .and_then(|changed| self.trigger_time_of_changed(key, &service, changed));
+        let plan = match (known_trigger_time, edit) {
+            // Neither needs the other pods.
+            (Some(trigger_time), Some(edit)) => {
+                if stale {
+                    return Prepared::Stale;
+                }
+                let Some(cache) = self.addresses.get(key) else {
+                    return Prepared::Nothing;
+                };
+                if edit == Edit::Kept
+                    && let Some(plan) =
+                        endpoints::sync_settled(&service, current.as_deref(), &cache)
+                {
+                    return Prepared::Plan {
+                        plan: Box::new(plan),
+                        cached: None,
+                    };
+                }
+                endpoints::sync_cached(
+                    &EndpointsInput {
+                        service: &service,
+                        pods: &[],
+                        current: current.as_deref(),
+                        trigger_time,
+                        current_is_own_write,
+                    },
+                    &cache,
+                )
             }
-            let input = EndpointsInput {
-                service: &service,
-                pods,
-                current: current.as_deref(),
-                trigger_time,
-                current_is_own_write,
+            // The members are borrowed, not cloned: a 5,000-pod service moves no reference count.
+            (known, _) => {
+                let planned = index.with_members(key, |pods| {
+                    let trigger_time = known.unwrap_or_else(|| {
+                        self.triggers
+                            .compute(&key.namespace, &key.name, &service, pods)
+                    });
+                    if stale {
+                        return None;
+                    }
+                    let input = EndpointsInput {
+                        service: &service,
+                        pods,
+                        current: current.as_deref(),
+                        trigger_time,
+                        current_is_own_write,
+                    };
+                    Some(match edit.and_then(|_| self.addresses.get(key)) {
+                        Some(cache) => endpoints::sync_cached(&input, &cache),
+                        None => endpoints::sync(&input),
+                    })
+                });
+                match planned {
+                    Some(plan) => plan,
+                    None => return Prepared::Stale,
+                }
+            }
+        };
+        if edit.is_none() {
+            return Prepared::Plan {
+                plan: Box::new(plan),
+                cached: None,
             };
-            let cache = cached.then(|| self.addresses.get(key)).flatten();
-            Prepared::Plan(match cache {
-                Some(cache) => endpoints::sync_cached(&input, &cache),
-                None => endpoints::sync(&input),
-            })
-        })
+        }
+        let found_right = current
+            .as_ref()
+            .filter(|_| plan.write.is_none())
+            .map(|current| Settled {
+                version: current.meta.resource_version.clone(),
+                service: Arc::clone(&service),
+                ready: plan.ready,
+                not_ready: plan.not_ready,
+                truncated: plan.truncated,
+            });
+        self.settle(key, found_right);
+        Prepared::Plan {
+            plan: Box::new(plan),
+            cached: Some(service),
+        }
     }
 
     /// Applies a prepared sync and feeds its result back to the queue. The caller feeds the write
@@ -353,9 +428,10 @@ impl Controller for EndpointsController {
                 record.outcome = SyncOutcome::Stale;
                 Some(STALE_MESSAGE.to_string())
             }
-            Prepared::Plan(plan) => {
+            Prepared::Plan { plan, cached } => {
                 let before = store.get(key);
-                let outcome = apply_endpoints_plan(sink, plan);
+                let (ready, not_ready, truncated) = (plan.ready, plan.not_ready, plan.truncated);
+                let outcome = apply_endpoints_plan(sink, *plan);
                 events.extend(outcome.events.into_iter().map(|e| (key.clone(), e)));
                 if let Some(write) = outcome.record {
                     match (&write.verb, &write.object) {
@@ -366,6 +442,18 @@ impl Controller for EndpointsController {
                                 .map(|b| &b.meta.resource_version)
                                 .filter(|rv| matches!(write.verb, Verb::Update) && **rv != stored)
                                 .cloned();
+                            if let Some(service) = cached {
+                                self.settle(
+                                    key,
+                                    Some(Settled {
+                                        version: stored.clone(),
+                                        service,
+                                        ready,
+                                        not_ready,
+                                        truncated,
+                                    }),
+                                );
+                            }
                             self.last_writes
                                 .insert(key.clone(), LastWrite { replaced, stored });
                         }

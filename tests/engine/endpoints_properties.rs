@@ -16,7 +16,7 @@ use sliced::model::{
     Protocol, Service, ServicePort, TargetPort, Timestamp, intern,
 };
 use sliced::reconcile::endpoints::{
-    AddressCache, EndpointsInput, EndpointsWrite, sync, sync_cached,
+    AddressCache, Edit, EndpointsInput, EndpointsWrite, Settled, sync, sync_cached, sync_settled,
 };
 
 #[path = "../support/endpoints_model.rs"]
@@ -787,6 +787,38 @@ fn slot_pods(slots: &[Option<PodSpec>]) -> Vec<Option<Arc<Pod>>> {
         .collect()
 }
 
+/// Changes one field of `pod`: `which` picks it.
+fn tweak_pod(pod: &mut PodSpec, which: u8) {
+    match which {
+        0 | 1 => pod.ready = !pod.ready,
+        2 => pod.own_ports = !pod.own_ports,
+        3 => pod.node = (pod.node + 1) % 3,
+        4 => pod.deleting = !pod.deleting,
+        5 => pod.hostname = (pod.hostname + 1) % 4,
+        6 => pod.phase = (pod.phase + 1) % 10,
+        7 => pod.template = (pod.template + 1) % TEMPLATES,
+        _ => pod.ip = (pod.ip + 1) % 40,
+    }
+}
+
+/// Keeps `cache` as the engine does: edited by the changes, built afresh when it cannot be.
+/// Returns what the changes did (`Moved` for a build).
+fn keep(
+    cache: &mut Option<AddressCache>,
+    svc: &Service,
+    changed: &[(Name, Option<Arc<Pod>>)],
+    pods: &[Arc<Pod>],
+) -> Edit {
+    let edit = cache.as_mut().map(|c| c.apply(svc, changed));
+    match edit {
+        Some(edit @ (Edit::Kept | Edit::Moved)) => edit,
+        _ => {
+            *cache = AddressCache::build(svc, pods);
+            Edit::Moved
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -795,12 +827,13 @@ proptest! {
         service_spec in service_spec(),
         first in prop::collection::vec(prop::option::weighted(0.8, pod_spec()), SLOTS),
         steps in prop::collection::vec(
-            (0..SLOTS, prop::option::weighted(0.8, pod_spec())),
+            (0..SLOTS, prop::option::weighted(0.8, pod_spec()), 0u8..12),
             1..16,
         ),
     ) {
-        // One numeric port: every pod serves the same ports.
-        let svc = service(&model_service(&ServiceSpec { ports: 0, ..service_spec }));
+        // Any ports (numeric, named, several sets among the pods), but some.
+        let ports = service_spec.ports % 3;
+        let svc = Arc::new(service(&model_service(&ServiceSpec { ports, ..service_spec })));
         prop_assert!(AddressCache::fits(&svc));
         let members = |held: &[Option<Arc<Pod>>]| -> Vec<Arc<Pod>> {
             held.iter().flatten().cloned().collect()
@@ -809,8 +842,12 @@ proptest! {
         let mut held = slot_pods(&slots);
         let mut cache = AddressCache::build(&svc, &members(&held));
         let mut current: Option<Endpoints> = None;
-        for (n, (slot, spec)) in steps.into_iter().enumerate() {
-            slots[slot] = spec;
+        for (n, (slot, spec, tweak)) in steps.into_iter().enumerate() {
+            // Mostly one field of a pod there is, as most pod updates are; else any pod or none.
+            match (&mut slots[slot], tweak) {
+                (Some(pod), 0..=8) => tweak_pod(pod, tweak),
+                (held, _) => *held = spec,
+            }
             let now = slot_pods(&slots);
             // Every pod that differs, as the change log lists them (a pod's UID can follow
             // another's).
@@ -823,9 +860,7 @@ proptest! {
                 .collect();
             held = now;
             let pods = members(&held);
-            // As the engine keeps it: edited by the changes, built afresh when it cannot be.
-            let kept = cache.take().and_then(|mut kept| kept.apply(&svc, &changed).then_some(kept));
-            cache = kept.or_else(|| AddressCache::build(&svc, &pods));
+            let edit = keep(&mut cache, &svc, &changed, &pods);
             let refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
             let input = EndpointsInput {
                 service: &svc,
@@ -835,8 +870,26 @@ proptest! {
                 current_is_own_write: false,
             };
             let full = sync(&input);
-            if let Some(cache) = &cache {
+            if let Some(cache) = &mut cache {
+                // Unchanged addresses over the object settled: decided without the pods.
+                if edit == Edit::Kept
+                    && let Some(settled) = sync_settled(&svc, current.as_ref(), cache)
+                {
+                    prop_assert_eq!(&settled, &full);
+                }
                 prop_assert_eq!(&sync_cached(&input, cache), &full);
+                // As the engine settles it: the object found right, or the write once stored.
+                let version = match &full.write {
+                    None => current.as_ref().map(|c| c.meta.resource_version.clone()),
+                    Some(_) => Some(intern(&(n + 1).to_string())),
+                };
+                cache.settle(version.map(|version| Settled {
+                    version,
+                    service: Arc::clone(&svc),
+                    ready: full.ready,
+                    not_ready: full.not_ready,
+                    truncated: full.truncated,
+                }));
             }
             // The API server takes the write.
             if let Some(EndpointsWrite::Create(mut e) | EndpointsWrite::Update(mut e)) = full.write {

@@ -1,18 +1,23 @@
-//! A large service's desired addresses, kept in address order between syncs: a sync where a few
-//! pods changed edits them, and reads only the pods it writes, instead of reading and sorting
-//! every pod of the service. Kept only where one subset holds every address (a service whose
-//! ports are all numbers) and no two pods share an identity; otherwise the caller builds in full.
+//! A service's desired addresses, kept in address order between syncs: a sync where a few pods
+//! changed edits them, and reads only the pods it writes, instead of reading and sorting every pod
+//! of the service. And when those edits leave every address as it was, and the Endpoints object
+//! is still the one the last sync found right, the sync is decided without reading any other pod.
+//! Kept only where no two pods share an identity; otherwise the caller builds in full.
 
 use std::cmp::Ordering;
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use ahash::RandomState;
+use smallvec::SmallVec;
 
-use super::desired::{Desired, pod_in_endpoints, pod_ip};
+use super::desired::{Desired, hostname, pod_in_endpoints, pod_ip, pod_ports};
 use super::repack::IpKey;
-use crate::model::{Name, Pod, Service, Uid};
-use crate::reconcile::ports::numeric_only;
+use crate::model::{ContainerPort, EndpointsPort, Name, Pod, Service, Uid};
+
+/// The most port sets one service's pods may serve (one per pod template in use, as a rule): a
+/// cache holding more is dropped and built again from the pods there are.
+const MAX_PORT_SETS: usize = 16;
 
 /// One address, with what ordering and finding it needs, so that neither reads the pod.
 struct Address {
@@ -21,7 +26,22 @@ struct Address {
     name_hash: u64,
     ip: IpAddr,
     ready: bool,
+    /// Index into [`AddressCache::port_sets`].
+    ports: u32,
     pod: Arc<Pod>,
+}
+
+impl Address {
+    /// The two give the same address record under the same ports.
+    fn same_record(&self, other: &Address, service: &Service) -> bool {
+        self.ip == other.ip
+            && self.ready == other.ready
+            && self.ports == other.ports
+            && self.uid == other.uid
+            && self.pod.meta.namespace == other.pod.meta.namespace
+            && self.pod.node_name == other.pod.node_name
+            && hostname(service, &self.pod) == hostname(service, &other.pod)
+    }
 }
 
 /// Upstream's address order: the IP's text, then the pod's UID.
@@ -31,28 +51,75 @@ fn order(a: &Address, b: &Address) -> Ordering {
         .then_with(|| a.uid.cmp(&b.uid))
 }
 
+/// What taking in a sync's changed pods did to the addresses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Edit {
+    /// They can no longer be kept this way: the caller drops the cache.
+    Unfit,
+    /// Some address came, went or changed.
+    Moved,
+    /// Every address is as it was.
+    Kept,
+}
+
+/// The Endpoints object a full sync of the addresses held wrote, or found right as it was.
+#[derive(Clone, Debug)]
+pub struct Settled {
+    /// Its resourceVersion: an object of another version was changed by someone else.
+    pub version: Name,
+    /// The service synced: one replaced since (its labels, ports, anything) settles nothing.
+    pub service: Arc<Service>,
+    /// The plan's counts of ready and not-ready addresses, and whether it cut them to the cap.
+    pub ready: usize,
+    pub not_ready: usize,
+    pub truncated: bool,
+}
+
 /// The desired addresses of one service, in address order.
 pub struct AddressCache {
     addresses: Vec<Address>,
+    /// The ports the pods serve, each set once; one set when the service's ports are all numbers.
+    port_sets: Vec<SmallVec<[EndpointsPort; 2]>>,
     hasher: RandomState,
+    settled: Option<Settled>,
 }
 
 impl AddressCache {
-    /// Whether `service`'s addresses can be kept this way: every pod serves the same ports.
+    /// Whether `service`'s addresses can be kept this way: it has ports (a headless service
+    /// without any has addresses of no port).
     pub fn fits(service: &Service) -> bool {
-        !service.ports.is_empty() && numeric_only(&service.ports)
+        !service.ports.is_empty()
     }
 
-    fn address(&self, service: &Service, pod: &Arc<Pod>) -> Option<Address> {
+    /// The index of the ports `named` resolves to, added when new; `None` when the pod serves
+    /// none of the service's ports.
+    fn port_set(&mut self, service: &Service, named: &[ContainerPort]) -> Option<u32> {
+        let ports = pod_ports(service, named);
+        if ports.is_empty() {
+            return None;
+        }
+        let at = match self.port_sets.iter().position(|p| *p == ports) {
+            Some(at) => at,
+            None => {
+                self.port_sets.push(ports);
+                self.port_sets.len() - 1
+            }
+        };
+        u32::try_from(at).ok()
+    }
+
+    fn address(&mut self, service: &Service, pod: &Arc<Pod>) -> Option<Address> {
         if !pod_in_endpoints(pod, service.publish_not_ready_addresses) {
             return None;
         }
         let ip = pod_ip(service, pod)?;
+        let ports = self.port_set(service, &pod.named_ports)?;
         Some(Address {
             uid: pod.meta.uid(),
             name_hash: self.hasher.hash_one(pod.meta.name.as_str()),
             ip,
             ready: service.publish_not_ready_addresses || pod.ready,
+            ports,
             pod: Arc::clone(pod),
         })
     }
@@ -65,13 +132,43 @@ impl AddressCache {
         }
         let mut cache = AddressCache {
             addresses: Vec::with_capacity(pods.len()),
+            port_sets: Vec::new(),
             hasher: RandomState::new(),
+            settled: None,
         };
-        let addresses: Vec<Address> = pods
-            .iter()
-            .filter_map(|pod| cache.address(service, pod))
-            .collect();
-        cache.addresses = addresses;
+        // Pods of one template share their named ports: resolved once per template in a row.
+        let mut last: Option<(*const ContainerPort, Option<u32>)> = None;
+        for pod in pods {
+            if !pod_in_endpoints(pod, service.publish_not_ready_addresses) {
+                continue;
+            }
+            let Some(ip) = pod_ip(service, pod) else {
+                continue;
+            };
+            let template = pod.named_ports.as_ptr();
+            let ports = match last {
+                Some((t, ports)) if t == template => ports,
+                _ => {
+                    let ports = cache.port_set(service, &pod.named_ports);
+                    last = Some((template, ports));
+                    ports
+                }
+            };
+            let Some(ports) = ports else {
+                continue;
+            };
+            cache.addresses.push(Address {
+                uid: pod.meta.uid(),
+                name_hash: cache.hasher.hash_one(pod.meta.name.as_str()),
+                ip,
+                ready: service.publish_not_ready_addresses || pod.ready,
+                ports,
+                pod: Arc::clone(pod),
+            });
+        }
+        if cache.port_sets.len() > MAX_PORT_SETS {
+            return None;
+        }
         cache
             .addresses
             .sort_by_cached_key(|a| (IpKey::of_ip(&a.ip), a.uid.clone()));
@@ -83,42 +180,82 @@ impl AddressCache {
     }
 
     /// Takes in the pods changed since the last sync, each as it is now (`None`: deleted or no
-    /// longer selected). `false` when the addresses no longer fit: the caller drops the cache.
-    pub fn apply(&mut self, service: &Service, changed: &[(Name, Option<Arc<Pod>>)]) -> bool {
+    /// longer selected).
+    pub fn apply(&mut self, service: &Service, changed: &[(Name, Option<Arc<Pod>>)]) -> Edit {
         if !Self::fits(service) {
-            return false;
+            return Edit::Unfit;
         }
         let hashes: Vec<u64> = changed
             .iter()
             .map(|(name, _)| self.hasher.hash_one(name.as_str()))
             .collect();
-        self.addresses.retain(|a| {
-            !hashes
-                .iter()
-                .zip(changed)
-                .any(|(h, (name, _))| *h == a.name_hash && *name == a.pod.meta.name)
-        });
+        let mut gone: Vec<Address> = self
+            .addresses
+            .extract_if(.., |a| {
+                hashes
+                    .iter()
+                    .zip(changed)
+                    .any(|(h, (name, _))| *h == a.name_hash && *name == a.pod.meta.name)
+            })
+            .collect();
+        let mut moved = false;
         for (_, pod) in changed {
             let Some(address) = pod.as_ref().and_then(|p| self.address(service, p)) else {
                 continue;
             };
+            match gone
+                .iter()
+                .position(|g| g.pod.meta.name == address.pod.meta.name)
+            {
+                Some(at) => moved |= !gone.swap_remove(at).same_record(&address, service),
+                None => moved = true,
+            }
             match self
                 .addresses
                 .binary_search_by(|held| order(held, &address))
             {
-                Ok(_) => return false,
+                Ok(_) => return Edit::Unfit,
                 Err(at) => self.addresses.insert(at, address),
             }
         }
-        true
+        if self.port_sets.len() > MAX_PORT_SETS {
+            return Edit::Unfit;
+        }
+        if moved || !gone.is_empty() {
+            self.settled = None;
+            Edit::Moved
+        } else {
+            Edit::Kept
+        }
     }
 
     /// The desired subsets, as [`Desired::build`] gives them from the same pods.
     pub(crate) fn desired<'a>(&'a self, service: &'a Service) -> Desired<'a> {
-        Desired::from_ordered(
-            service,
-            self.addresses.iter().map(|a| (&*a.pod, a.ip, a.ready)),
-        )
+        let first = self.addresses.first().map_or(0, |a| a.ports);
+        if self.addresses.iter().all(|a| a.ports == first) {
+            let ports = self
+                .port_sets
+                .get(first as usize)
+                .map_or(&[][..], |p| p.as_slice());
+            return Desired::from_ordered(
+                service,
+                ports,
+                self.addresses.iter().map(|a| (&*a.pod, a.ip, a.ready)),
+            );
+        }
+        // Pods serving different ports: grouped into subsets as a full build does.
+        let pods: Vec<&Pod> = self.addresses.iter().map(|a| &*a.pod).collect();
+        Desired::build(service, &pods)
+    }
+
+    /// The Endpoints object a full sync of these addresses leaves as it is, if known.
+    pub fn settled(&self) -> Option<&Settled> {
+        self.settled.as_ref()
+    }
+
+    /// Records that a full sync of these addresses wrote, or found right, `settled`.
+    pub fn settle(&mut self, settled: Option<Settled>) {
+        self.settled = settled;
     }
 
     pub fn len(&self) -> usize {

@@ -78,7 +78,10 @@ pub(crate) fn hostname<'a>(service: &Service, pod: &'a Pod) -> Option<&'a Name> 
 }
 
 /// The Endpoints ports a pod serves: one per service port whose target resolves on it.
-fn pod_ports(service: &Service, named: &[ContainerPort]) -> SmallVec<[EndpointsPort; 2]> {
+pub(crate) fn pod_ports(
+    service: &Service,
+    named: &[ContainerPort],
+) -> SmallVec<[EndpointsPort; 2]> {
     service
         .ports
         .iter()
@@ -154,11 +157,12 @@ impl<'a> Desired<'a> {
         desired
     }
 
-    /// What [`Desired::build`] gives for a service whose ports are all numbers (so every pod
-    /// serves the same ones) from its addresses already in address order, each of another
-    /// identity (IP and pod UID): one subset, and no pod read.
+    /// What [`Desired::build`] gives when every pod serves the same `ports` (as it does when the
+    /// service's ports are all numbers), from the addresses already in address order, each of
+    /// another identity (IP and pod UID): one subset, and no pod read.
     pub(crate) fn from_ordered(
         service: &'a Service,
+        ports: &[EndpointsPort],
         ordered: impl ExactSizeIterator<Item = (&'a Pod, IpAddr, bool)>,
     ) -> Desired<'a> {
         let mut desired = Desired {
@@ -167,7 +171,7 @@ impl<'a> Desired<'a> {
             groups: Vec::new(),
         };
         let mut group = Group {
-            ports: pod_ports(service, &[]).into_vec(),
+            ports: ports.to_vec(),
             ..Group::default()
         };
         for (i, (pod, ip, ready)) in ordered.enumerate() {

@@ -11,10 +11,12 @@ mod repack;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
+
 use crate::model::{Endpoints, Labels, Meta, Name, Pod, Service, ServiceType, Timestamp, keys};
 use crate::reconcile::slices::format_rfc3339_nano;
 
-pub use cache::AddressCache;
+pub use cache::{AddressCache, Edit, Settled};
 pub use capacity::{ANNOTATION_OVER_CAPACITY, MAX_CAPACITY, OVER_CAPACITY_TRUNCATED};
 pub use compare::same_subsets;
 pub use desired::pod_in_endpoints;
@@ -95,6 +97,29 @@ pub fn sync(input: &EndpointsInput) -> EndpointsPlan {
 /// than built from `input.pods`: the same plan, with only the pods written read.
 pub fn sync_cached(input: &EndpointsInput, cache: &AddressCache) -> EndpointsPlan {
     sync_from(input, Some(cache))
+}
+
+/// A sync whose changed pods left every address as it was ([`Edit::Kept`]) over the object the
+/// cache settled, for the very same service: a full sync would write nothing, and no other pod
+/// need be read to say so. `None` when that is not known, and a full comparison must decide.
+pub fn sync_settled(
+    service: &Arc<Service>,
+    current: Option<&Endpoints>,
+    cache: &AddressCache,
+) -> Option<EndpointsPlan> {
+    let settled = cache.settled()?;
+    let current = current?;
+    // An object without a version (never stored by an API server) cannot be told apart.
+    let same = !settled.version.is_empty()
+        && settled.version == current.meta.resource_version
+        && Arc::ptr_eq(&settled.service, service);
+    same.then(|| EndpointsPlan {
+        service_key: service.meta.key(),
+        write: None,
+        ready: settled.ready,
+        not_ready: settled.not_ready,
+        truncated: settled.truncated,
+    })
 }
 
 fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsPlan {
