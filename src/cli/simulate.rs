@@ -18,7 +18,7 @@ use sliced::reconcile::endpoints::ANNOTATION_OVER_CAPACITY as OVER_CAPACITY;
 use sliced::replay::{FaultProfile, ReplayOptions, Step, replay_with_progress};
 use sliced::sim::{self, ClusterSpec, SpecError, TraceKind};
 use sliced::sink::Object;
-use sliced::snapshot::{Controllers, reconcile_snapshot_full};
+use sliced::snapshot::{Controllers, reconcile_snapshot_owned};
 
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
@@ -194,7 +194,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     };
     let bar = progress_bar(text, steps.len());
     let mut last_line = Instant::now();
-    let result = replay_with_progress(&steps, &options, &mut |done, total| match &bar {
+    let mut result = replay_with_progress(&steps, &options, &mut |done, total| match &bar {
         Some(bar) => bar.set_position(done as u64),
         None => {
             if text && (done == total || last_line.elapsed() >= Duration::from_secs(5)) {
@@ -210,7 +210,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
 
     // The oracle: the final state (as the API server holds it, when others may have changed it),
     // reconciled afresh from nothing.
-    let final_state = match result.final_state.clone() {
+    let final_state = match result.final_state.take() {
         Some(state) => state,
         None => {
             let mut state = snapshot.clone();
@@ -222,8 +222,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     let mirroring = sliced::reconcile::mirroring::Options {
         max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
     };
-    let fresh = reconcile_snapshot_full(
-        &final_state,
+    let fresh = reconcile_snapshot_owned(
+        final_state,
         &options_fresh,
         &mirroring,
         controllers,
@@ -321,6 +321,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             "replay_seconds": result.elapsed.as_secs_f64(),
             "events_per_second": steps.len() as f64 / replay_secs,
             "syncs": result.stats.syncs,
+            "incremental_syncs": result.stats.incremental_syncs,
             "sync_errors": result.stats.sync_errors,
             "stale": result.stats.stale,
             "dropped": result.stats.dropped,

@@ -156,7 +156,7 @@ impl EndpointsController {
 
     /// Brings the service's address cache up to date: edited by the changed pods, or built afresh
     /// (after a full change, or when an edit cannot be made). Returns what the changed pods did
-    /// to it, or `None` when the service keeps none. A cache is first built by a sync that knows
+    /// to it and whether it was edited rather than built, or `None` when the service keeps none. A cache is first built by a sync that knows
     /// its changed pods: a service synced once (a one-shot reconcile) never builds one.
     fn keep_addresses(
         &self,
@@ -164,7 +164,7 @@ impl EndpointsController {
         key: &ServiceKey,
         service: &Service,
         changed: Option<&ChangedPods>,
-    ) -> Option<Edit> {
+    ) -> Option<(Edit, bool)> {
         if !AddressCache::fits(service) {
             self.addresses.remove(key);
             return None;
@@ -176,7 +176,7 @@ impl EndpointsController {
                     .get_mut(key)
                     .map(|mut cache| cache.apply(service, changed));
                 if let Some(edit @ (Edit::Kept | Edit::Moved)) = edit {
-                    return Some(edit);
+                    return Some((edit, true));
                 }
             }
             None if !self.addresses.contains_key(key) => return None,
@@ -185,7 +185,7 @@ impl EndpointsController {
         match AddressCache::build(service, &index.members(key)) {
             Some(cache) => {
                 self.addresses.insert(key.clone(), cache);
-                Some(Edit::Moved)
+                Some((Edit::Moved, false))
             }
             None => {
                 self.addresses.remove(key);
@@ -331,9 +331,12 @@ impl Controller for EndpointsController {
             .and_then(|changed| self.trigger_time_of_changed(key, &service, changed));
         let plan = match (known_trigger_time, edit) {
             // Neither needs the other pods.
-            (Some(trigger_time), Some(edit)) => {
+            (Some(trigger_time), Some((edit, edited))) => {
                 if stale {
                     return Prepared::Stale;
+                }
+                if edited {
+                    cx.stats.lock().incremental_syncs += 1;
                 }
                 let Some(cache) = self.addresses.get(key) else {
                     return Prepared::Nothing;
