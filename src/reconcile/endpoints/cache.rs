@@ -185,43 +185,63 @@ impl AddressCache {
         if !Self::fits(service) {
             return Edit::Unfit;
         }
-        let hashes: Vec<u64> = changed
-            .iter()
-            .map(|(name, _)| self.hasher.hash_one(name.as_str()))
-            .collect();
-        let mut gone: Vec<Address> = self
-            .addresses
-            .extract_if(.., |a| {
-                hashes
-                    .iter()
-                    .zip(changed)
-                    .any(|(h, (name, _))| *h == a.name_hash && *name == a.pod.meta.name)
-            })
-            .collect();
         let mut moved = false;
-        for (_, pod) in changed {
-            let Some(address) = pod.as_ref().and_then(|p| self.address(service, p)) else {
-                continue;
-            };
-            match gone
+        // A pod whose address keeps its place (same IP and UID: a readiness flip, a label or a
+        // status change) is replaced where it is, without moving the others.
+        let mut rest: Vec<(&Name, Option<Address>)> = Vec::new();
+        for (name, pod) in changed {
+            let address = pod.as_ref().and_then(|p| self.address(service, p));
+            let place = address
+                .as_ref()
+                .and_then(|a| self.addresses.binary_search_by(|h| order(h, a)).ok())
+                .filter(|&at| self.addresses[at].pod.meta.name == *name);
+            match (place, address) {
+                (Some(at), Some(address)) => {
+                    moved |= !self.addresses[at].same_record(&address, service);
+                    self.addresses[at] = address;
+                }
+                (_, address) => rest.push((name, address)),
+            }
+        }
+        if !rest.is_empty() {
+            let hashes: Vec<u64> = rest
                 .iter()
-                .position(|g| g.pod.meta.name == address.pod.meta.name)
-            {
-                Some(at) => moved |= !gone.swap_remove(at).same_record(&address, service),
-                None => moved = true,
-            }
-            match self
+                .map(|(name, _)| self.hasher.hash_one(name.as_str()))
+                .collect();
+            let mut gone: Vec<Address> = self
                 .addresses
-                .binary_search_by(|held| order(held, &address))
-            {
-                Ok(_) => return Edit::Unfit,
-                Err(at) => self.addresses.insert(at, address),
+                .extract_if(.., |a| {
+                    hashes
+                        .iter()
+                        .zip(&rest)
+                        .any(|(h, (name, _))| *h == a.name_hash && **name == a.pod.meta.name)
+                })
+                .collect();
+            for (_, address) in rest {
+                let Some(address) = address else {
+                    continue;
+                };
+                match gone
+                    .iter()
+                    .position(|g| g.pod.meta.name == address.pod.meta.name)
+                {
+                    Some(at) => moved |= !gone.swap_remove(at).same_record(&address, service),
+                    None => moved = true,
+                }
+                match self
+                    .addresses
+                    .binary_search_by(|held| order(held, &address))
+                {
+                    Ok(_) => return Edit::Unfit,
+                    Err(at) => self.addresses.insert(at, address),
+                }
             }
+            moved |= !gone.is_empty();
         }
         if self.port_sets.len() > MAX_PORT_SETS {
             return Edit::Unfit;
         }
-        if moved || !gone.is_empty() {
+        if moved {
             self.settled = None;
             Edit::Moved
         } else {
