@@ -182,28 +182,35 @@ fn one_pod_ready(c: &mut Criterion) {
 
 fn steady_churn(c: &mut Criterion) {
     let snapshot = sim::cluster(100_000, 1_000, 1);
-    let engine = loaded(&snapshot);
-    let sink = quiet_sink();
-    drain(&engine, &sink);
-    let mut pods: Vec<Pod> = snapshot.pods.clone();
-    let mut rv = 1_000u64;
-    let mut next = 0usize;
     const EVENTS: usize = 10_000;
     let mut group = c.benchmark_group("steady_churn");
     group.sample_size(10);
     group.throughput(Throughput::Elements(EVENTS as u64));
-    group.bench_function("readiness_flips_100k_pods", |b| {
-        b.iter(|| {
-            // A stride through the pods spreads the events over many services, as real churn does.
-            for _ in 0..EVENTS {
-                next = (next + 7_919) % pods.len();
-                rv += 1;
-                pods[next] = flipped(&pods[next], rv);
-                engine.handle(Change::Pod(pods[next].clone()));
-            }
-            drain(&engine, &sink);
-        })
-    });
+    // The EndpointSlice controller alone, then with the Endpoints and mirroring controllers too.
+    for (name, controllers) in [
+        ("readiness_flips_100k_pods", Controllers::ENDPOINTSLICE),
+        ("readiness_flips_100k_pods_all_controllers", Controllers::ALL),
+    ] {
+        let engine = loaded_with(&snapshot, controllers);
+        let sink = quiet_sink();
+        drain(&engine, &sink);
+        let mut pods: Vec<Pod> = snapshot.pods.clone();
+        let mut rv = 1_000u64;
+        let mut next = 0usize;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                // A stride through the pods spreads the events over many services, as real churn
+                // does.
+                for _ in 0..EVENTS {
+                    next = (next + 7_919) % pods.len();
+                    rv += 1;
+                    pods[next] = flipped(&pods[next], rv);
+                    engine.handle(Change::Pod(pods[next].clone()));
+                }
+                drain(&engine, &sink);
+            })
+        });
+    }
     group.finish();
 }
 
