@@ -189,7 +189,10 @@ fn steady_churn(c: &mut Criterion) {
     // The EndpointSlice controller alone, then with the Endpoints and mirroring controllers too.
     for (name, controllers) in [
         ("readiness_flips_100k_pods", Controllers::ENDPOINTSLICE),
-        ("readiness_flips_100k_pods_all_controllers", Controllers::ALL),
+        (
+            "readiness_flips_100k_pods_all_controllers",
+            Controllers::ALL,
+        ),
     ] {
         let engine = loaded_with(&snapshot, controllers);
         let sink = quiet_sink();

@@ -304,6 +304,8 @@ impl Controller for EndpointsController {
             };
         };
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
+            // Its Endpoints are the user's now: the addresses kept for it are of no further use.
+            self.addresses.remove(key);
             return Prepared::Nothing;
         }
         let changed = self.changed_pods(index, key, &service);
