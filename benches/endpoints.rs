@@ -1,11 +1,20 @@
 //! One sync of the Endpoints of a 1,000- and a 5,000-pod service: fresh (no Endpoints yet),
-//! unchanged (the Endpoints already right: no write), and one pod changed. Throughput is in pods.
+//! unchanged (the Endpoints already right: no write), and one pod changed; the same two changes
+//! through the address cache the engine keeps; and one sync of the mirroring controller against the
+//! decoding of the Endpoints object it mirrors. Throughput is in pods (addresses for mirroring).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 
-use sliced::model::{Endpoints, Name, Pod, Uid, intern};
-use sliced::reconcile::endpoints::{EndpointsInput, EndpointsPlan, EndpointsWrite, sync};
+use sliced::kube::convert::{endpoints_from_k8s, endpoints_to_k8s};
+use sliced::model::{Address, EndpointSlice, Endpoints, Name, Pod, Uid, intern};
+use sliced::reconcile::endpoints::{
+    AddressCache, Edit, EndpointsInput, EndpointsPlan, EndpointsWrite, Settled, sync, sync_cached,
+    sync_settled,
+};
+use sliced::reconcile::mirroring::{self, MirrorInput};
 use sliced::sim::{ServiceScenario, single_service};
 
 // The binary's allocator, so that the bench measures what ships.
@@ -86,6 +95,145 @@ fn bench_endpoints(c: &mut Criterion) {
     group.finish();
 }
 
+/// The engine's incremental path: the address cache edited by one changed pod, then the sync
+/// decided from it.
+fn bench_cached(c: &mut Criterion) {
+    let mut group = c.benchmark_group("endpoints_cached");
+    group.sample_size(30);
+    for &n in &SIZES {
+        let scenario = single_service(n);
+        let pods: Vec<&Pod> = scenario.pods.iter().collect();
+        let current = existing_endpoints(&scenario, &pods);
+        let service = Arc::new(scenario.service.clone());
+        let members: Vec<Arc<Pod>> = scenario.pods.iter().cloned().map(Arc::new).collect();
+        let Some(mut cache) = AddressCache::build(&service, &members) else {
+            panic!("the scenario's pods share no identity");
+        };
+        let input = |current| EndpointsInput {
+            service: &service,
+            pods: &[],
+            current,
+            trigger_time: service.meta.creation_timestamp,
+            current_is_own_write: true,
+        };
+        assert_eq!(sync_cached(&input(Some(&current)), &cache).write_count(), 0);
+        group.throughput(Throughput::Elements(n as u64));
+
+        // The first pod in address order stops being ready (an edit, and the sync's write), then is
+        // ready again (an edit: the object is as before).
+        let name = members[0].meta.name.clone();
+        let mut not_ready = (*members[0]).clone();
+        not_ready.ready = false;
+        let not_ready = vec![(name.clone(), Some(Arc::new(not_ready)))];
+        let ready = vec![(name.clone(), Some(Arc::clone(&members[0])))];
+        group.bench_with_input(
+            BenchmarkId::new("one_pod_flipped_and_back", n),
+            &n,
+            |b, _| {
+                b.iter(|| {
+                    assert_eq!(cache.apply(&service, &not_ready), Edit::Moved);
+                    let writes = sync_cached(&input(Some(&current)), &cache).write_count();
+                    assert_eq!(writes, 1);
+                    assert_eq!(cache.apply(&service, &ready), Edit::Moved);
+                    black_box(writes)
+                })
+            },
+        );
+
+        // A pod changed in nothing the Endpoints carry, over the object the last sync found right.
+        cache.settle(Some(Settled {
+            version: current.meta.resource_version.clone(),
+            service: Arc::clone(&service),
+            ready: n,
+            not_ready: 0,
+            truncated: n > 1_000,
+        }));
+        let mut relabelled = (*members[n / 2]).clone();
+        relabelled.meta.labels = relabelled.meta.labels.with("release", "canary");
+        let relabelled = vec![(relabelled.meta.name.clone(), Some(Arc::new(relabelled)))];
+        group.bench_with_input(
+            BenchmarkId::new("one_pod_unchanged_settled", n),
+            &n,
+            |b, _| {
+                b.iter(|| {
+                    assert_eq!(cache.apply(&service, &relabelled), Edit::Kept);
+                    let plan = sync_settled(&service, Some(&current), &cache);
+                    assert!(plan.is_some_and(|p| p.write.is_none()));
+                    black_box(cache.len())
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+/// The mirrored slices of `endpoints`, as the API server would hold them after the first sync.
+fn mirrored(scenario: &ServiceScenario, endpoints: &Endpoints) -> Vec<EndpointSlice> {
+    let plan = mirroring::reconcile(&MirrorInput {
+        namespace: &scenario.service.meta.namespace,
+        name: &scenario.service.meta.name,
+        service: Some(&scenario.service),
+        endpoints: Some(endpoints),
+        slices: &[],
+        options: &mirroring::Options::default(),
+    });
+    plan.per_type
+        .into_iter()
+        .flat_map(|t| t.creates)
+        .enumerate()
+        .map(|(i, mut slice)| {
+            slice.meta.name = Name::new(&format!("{}-{i}", scenario.service.meta.name));
+            slice.meta.resource_version = Name::new("1");
+            slice
+        })
+        .collect()
+}
+
+/// Mirroring reads one Endpoints object per sync, which the watch decoded whole first: one address
+/// changed in a 1,000-address object, mirrored, against decoding that object from JSON.
+fn bench_mirroring(c: &mut Criterion) {
+    let mut group = c.benchmark_group("mirroring");
+    group.sample_size(30);
+    let n = 1_000;
+    let mut scenario = single_service(n);
+    let pods: Vec<&Pod> = scenario.pods.iter().collect();
+    let mut endpoints = existing_endpoints(&scenario, &pods);
+    endpoints.meta.labels = Default::default();
+    // A selector-less Service: its Endpoints are someone else's, and mirrored.
+    scenario.service.selector = None;
+    let slices = mirrored(&scenario, &endpoints);
+    assert!(!slices.is_empty());
+    let refs: Vec<&EndpointSlice> = slices.iter().collect();
+    // One address moves to an IP no pod has.
+    endpoints.subsets[0].addresses[0].ip = Address::Ip(IpAddr::V4(Ipv4Addr::new(10, 255, 0, 1)));
+    let json = serde_json::to_vec(&endpoints_to_k8s(&endpoints)).unwrap_or_default();
+    group.throughput(Throughput::Elements(n as u64));
+    group.bench_with_input(BenchmarkId::new("one_address_changed", n), &n, |b, _| {
+        b.iter(|| {
+            let plan = mirroring::reconcile(&MirrorInput {
+                namespace: &scenario.service.meta.namespace,
+                name: &scenario.service.meta.name,
+                service: Some(&scenario.service),
+                endpoints: Some(&endpoints),
+                slices: &refs,
+                options: &mirroring::Options::default(),
+            });
+            assert_eq!(plan.write_count(), 1);
+            black_box(plan.write_count())
+        })
+    });
+    group.bench_with_input(BenchmarkId::new("decode_the_endpoints", n), &n, |b, _| {
+        b.iter(|| {
+            let decoded: k8s_openapi::api::core::v1::Endpoints =
+                serde_json::from_slice(&json).unwrap_or_default();
+            let model = endpoints_from_k8s(&decoded).ok().map(|e| e.subsets.len());
+            assert_eq!(model, Some(1));
+            black_box(model)
+        })
+    });
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     // What the binary ships with.
@@ -93,6 +241,6 @@ criterion_group! {
         sliced::allocator::return_freed_pages_at_once();
         Criterion::default()
     };
-    targets = bench_endpoints
+    targets = bench_endpoints, bench_cached, bench_mirroring
 }
 criterion_main!(benches);

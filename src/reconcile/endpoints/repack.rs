@@ -200,9 +200,14 @@ pub fn address_order(a: &EndpointAddress, b: &EndpointAddress) -> Ordering {
 /// its first occurrence supplies the whole record. Not ready for any occurrence under a port wins
 /// over ready. A subset without ports keeps its addresses in a subset without ports.
 pub fn repack(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
+    let addresses: usize = subsets
+        .iter()
+        .map(|s| s.addresses.len() + s.not_ready_addresses.len())
+        .sum();
     // Identities in order of first appearance.
-    let mut ids: HashMap<(IpKey, Option<&Uid>), usize, RandomState> = HashMap::default();
-    let mut records: Vec<&EndpointAddress> = Vec::new();
+    let mut ids: HashMap<(IpKey, Option<&Uid>), usize, RandomState> =
+        HashMap::with_capacity_and_hasher(addresses, RandomState::default());
+    let mut records: Vec<&EndpointAddress> = Vec::with_capacity(addresses);
     // Ports in order of first appearance; `None` stands for "no ports".
     let mut ports: Vec<Option<&EndpointsPort>> = Vec::new();
     // Per port: the readiness of each identity it serves.
@@ -219,7 +224,10 @@ pub fn repack(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
                 Some(p) => p,
                 None => {
                     ports.push(port);
-                    served.push(HashMap::default());
+                    served.push(HashMap::with_capacity_and_hasher(
+                        addresses,
+                        RandomState::default(),
+                    ));
                     ports.len() - 1
                 }
             };

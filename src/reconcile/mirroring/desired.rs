@@ -2,8 +2,10 @@
 //! the repacked subsets with the per-subset cap.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::net::IpAddr;
 
+use ahash::RandomState;
 use smallvec::SmallVec;
 
 use crate::model::{
@@ -68,7 +70,7 @@ pub(crate) struct Group {
     /// Ports as written on a new slice.
     pub ports: Vec<EndpointPort>,
     pub endpoints: Vec<Endpoint>,
-    index: HashMap<Identity, usize>,
+    index: HashMap<Identity, usize, RandomState>,
 }
 
 impl Group {
@@ -80,17 +82,17 @@ impl Group {
             key: port_key(&ports),
             ports,
             endpoints: Vec::new(),
-            index: HashMap::new(),
+            index: HashMap::default(),
         }
     }
 
     /// Two addresses of one identity collapse; the later one's attributes win, as in upstream's
     /// set, but the endpoint keeps the first one's place.
     fn insert(&mut self, ep: Endpoint) {
-        match self.index.get(&identity(&ep)) {
-            Some(&i) => self.endpoints[i] = ep,
-            None => {
-                self.index.insert(identity(&ep), self.endpoints.len());
+        match self.index.entry(identity(&ep)) {
+            Entry::Occupied(at) => self.endpoints[*at.get()] = ep,
+            Entry::Vacant(at) => {
+                at.insert(self.endpoints.len());
                 self.endpoints.push(ep);
             }
         }
