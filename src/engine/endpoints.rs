@@ -331,18 +331,16 @@ impl Controller for EndpointsController {
         let known_trigger_time = changed
             .as_ref()
             .and_then(|changed| self.trigger_time_of_changed(key, &service, changed));
-        let plan = match (known_trigger_time, edit) {
+        let cache = edit.and_then(|_| self.addresses.get(key));
+        let plan = match (known_trigger_time, edit, cache) {
             // Neither needs the other pods.
-            (Some(trigger_time), Some((edit, edited))) => {
+            (Some(trigger_time), Some((edit, edited)), Some(cache)) => {
                 if stale {
                     return Prepared::Stale;
                 }
                 if edited {
                     cx.stats.lock().incremental_syncs += 1;
                 }
-                let Some(cache) = self.addresses.get(key) else {
-                    return Prepared::Nothing;
-                };
                 if edit == Edit::Kept
                     && let Some(plan) =
                         endpoints::sync_settled(&service, current.as_deref(), &cache)
@@ -364,7 +362,7 @@ impl Controller for EndpointsController {
                 )
             }
             // The members are borrowed, not cloned: a 5,000-pod service moves no reference count.
-            (known, _) => {
+            (known, _, cache) => {
                 let planned = index.with_members(key, |pods| {
                     let trigger_time = known.unwrap_or_else(|| {
                         self.triggers
@@ -380,8 +378,8 @@ impl Controller for EndpointsController {
                         trigger_time,
                         current_is_own_write,
                     };
-                    Some(match edit.and_then(|_| self.addresses.get(key)) {
-                        Some(cache) => endpoints::sync_cached(&input, &cache),
+                    Some(match &cache {
+                        Some(cache) => endpoints::sync_cached(&input, cache),
                         None => endpoints::sync(&input),
                     })
                 });
