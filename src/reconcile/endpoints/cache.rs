@@ -108,12 +108,27 @@ impl AddressCache {
         u32::try_from(at).ok()
     }
 
-    fn address(&mut self, service: &Service, pod: &Arc<Pod>) -> Option<Address> {
+    /// The address `pod` backs, if any. `last` remembers the previous pod's template: pods of
+    /// one template share their named ports, resolved once per run of them.
+    fn address(
+        &mut self,
+        service: &Service,
+        pod: &Arc<Pod>,
+        last: &mut Option<(*const ContainerPort, Option<u32>)>,
+    ) -> Option<Address> {
         if !pod_in_endpoints(pod, service.publish_not_ready_addresses) {
             return None;
         }
         let ip = pod_ip(service, pod)?;
-        let ports = self.port_set(service, &pod.named_ports)?;
+        let template = pod.named_ports.as_ptr();
+        let ports = match *last {
+            Some((t, ports)) if t == template => ports,
+            _ => {
+                let ports = self.port_set(service, &pod.named_ports);
+                *last = Some((template, ports));
+                ports
+            }
+        }?;
         Some(Address {
             uid: pod.meta.uid(),
             name_hash: self.hasher.hash_one(pod.meta.name.as_str()),
@@ -136,35 +151,11 @@ impl AddressCache {
             hasher: RandomState::new(),
             settled: None,
         };
-        // Pods of one template share their named ports: resolved once per template in a row.
-        let mut last: Option<(*const ContainerPort, Option<u32>)> = None;
+        let mut last = None;
         for pod in pods {
-            if !pod_in_endpoints(pod, service.publish_not_ready_addresses) {
-                continue;
+            if let Some(address) = cache.address(service, pod, &mut last) {
+                cache.addresses.push(address);
             }
-            let Some(ip) = pod_ip(service, pod) else {
-                continue;
-            };
-            let template = pod.named_ports.as_ptr();
-            let ports = match last {
-                Some((t, ports)) if t == template => ports,
-                _ => {
-                    let ports = cache.port_set(service, &pod.named_ports);
-                    last = Some((template, ports));
-                    ports
-                }
-            };
-            let Some(ports) = ports else {
-                continue;
-            };
-            cache.addresses.push(Address {
-                uid: pod.meta.uid(),
-                name_hash: cache.hasher.hash_one(pod.meta.name.as_str()),
-                ip,
-                ready: service.publish_not_ready_addresses || pod.ready,
-                ports,
-                pod: Arc::clone(pod),
-            });
         }
         if cache.port_sets.len() > MAX_PORT_SETS {
             return None;
@@ -189,8 +180,11 @@ impl AddressCache {
         // A pod whose address keeps its place (same IP and UID: a readiness flip, a label or a
         // status change) is replaced where it is, without moving the others.
         let mut rest: Vec<(&Name, Option<Address>)> = Vec::new();
+        let mut last = None;
         for (name, pod) in changed {
-            let address = pod.as_ref().and_then(|p| self.address(service, p));
+            let address = pod
+                .as_ref()
+                .and_then(|p| self.address(service, p, &mut last));
             let place = address
                 .as_ref()
                 .and_then(|a| self.addresses.binary_search_by(|h| order(h, a)).ok())
