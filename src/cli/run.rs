@@ -26,7 +26,8 @@ pub struct RunArgs {
     /// (endpointslice, endpoint, endpointslicemirroring), `-name` to switch one off.
     #[arg(long, default_value = "*")]
     controllers: String,
-    /// Parallel reconcile workers.
+    /// Parallel reconcile workers: services planned at once, and writes in flight at once (of
+    /// different services, or of one step of one sync).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=256))]
     concurrent_service_endpoint_syncs: u32,
     /// The most endpoints one EndpointSlice holds.

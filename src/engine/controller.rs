@@ -208,6 +208,31 @@ impl Engine {
         record
     }
 
+    /// Carries out `planned`, in order; or, when the sink takes several writes at once, on the
+    /// workers at the same time. Keys of one controller in one batch are distinct, so each
+    /// service's writes still go one sync at a time, and a sync's own steps stay in order.
+    pub(super) fn finish_all<C: Controller>(
+        &self,
+        controller: &C,
+        planned: Vec<Planned<C::Prepared>>,
+        sink: &dyn Sink,
+        at: Duration,
+    ) -> Vec<SyncRecord> {
+        match &self.pool {
+            Some(pool) if sink.concurrency() > 1 => pool.install(|| {
+                planned
+                    .into_par_iter()
+                    .with_max_len(1)
+                    .map(|p| self.finish(controller, p, sink, at))
+                    .collect()
+            }),
+            _ => planned
+                .into_iter()
+                .map(|p| self.finish(controller, p, sink, at))
+                .collect(),
+        }
+    }
+
     /// Plans `keys` of `controller`, then carries the plans out in the keys' order.
     pub(super) fn sync_keys<C: Controller>(
         &self,
@@ -217,10 +242,7 @@ impl Engine {
     ) -> Vec<SyncRecord> {
         let planned = self.plan(controller, keys);
         let at = self.clock.now();
-        planned
-            .into_iter()
-            .map(|p| self.finish(controller, p, sink, at))
-            .collect()
+        self.finish_all(controller, planned, sink, at)
     }
 }
 
@@ -246,15 +268,12 @@ impl Engine {
         let endpoints = endpoints.map(|(c, keys)| (c, self.plan(c, keys)));
         let mirroring = mirroring.map(|(c, keys)| (c, self.plan(c, keys)));
         let at = self.clock.now();
-        let mut records: Vec<SyncRecord> = slices
-            .into_iter()
-            .map(|p| self.finish(&self.endpointslice, p, sink, at))
-            .collect();
+        let mut records = self.finish_all(&self.endpointslice, slices, sink, at);
         if let Some((c, planned)) = endpoints {
-            records.extend(planned.into_iter().map(|p| self.finish(c, p, sink, at)));
+            records.extend(self.finish_all(c, planned, sink, at));
         }
         if let Some((c, planned)) = mirroring {
-            records.extend(planned.into_iter().map(|p| self.finish(c, p, sink, at)));
+            records.extend(self.finish_all(c, planned, sink, at));
         }
         records
     }

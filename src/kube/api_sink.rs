@@ -1,5 +1,6 @@
-//! The sink over the Kubernetes API: the engine's writes as HTTP calls, one at a time from the
-//! engine's thread, under a client-side rate limit and only while this replica leads.
+//! The sink over the Kubernetes API: the engine's writes as HTTP calls, made from the engine's
+//! workers (several at once, up to `--concurrent-service-endpoint-syncs`), under a client-side
+//! rate limit and only while this replica leads.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,6 +57,8 @@ pub struct ApiSink {
     started: Instant,
     /// How long a write waits for its answer: a silent server must not stall the engine.
     request_timeout: Duration,
+    /// Writes in flight at once, at most.
+    concurrency: usize,
 }
 
 impl ApiSink {
@@ -75,7 +78,15 @@ impl ApiSink {
             limiter: Mutex::new(TokenBucket::new(qps, burst)),
             started: Instant::now(),
             request_timeout: Duration::from_secs(30),
+            concurrency: 1,
         }
+    }
+
+    /// Up to `writes` writes in flight at once: the engine then sends the writes of different
+    /// services, and of one step of one sync, together.
+    pub fn with_concurrency(mut self, writes: usize) -> Self {
+        self.concurrency = writes.max(1);
+        self
     }
 
     /// Writes not answered within `limit` fail (504, `Timeout`) and go back to the queue.
@@ -250,6 +261,10 @@ impl Sink for ApiSink {
 
     fn delete(&self, object: &Object) -> Result<(), WriteError> {
         self.counted(object.kind(), Verb::Delete, self.remove(object))
+    }
+
+    fn concurrency(&self) -> usize {
+        self.concurrency
     }
 }
 

@@ -205,7 +205,8 @@ pub async fn run(
                 options.kube_api_qps,
                 options.kube_api_burst,
             )
-            .with_request_timeout(options.request_timeout),
+            .with_request_timeout(options.request_timeout)
+            .with_concurrency(options.engine.workers),
         ),
     };
     let stop = Arc::new(AtomicBool::new(false));

@@ -1,12 +1,15 @@
 //! Carrying out a plan with upstream ordering and error rules (`finalize` and the tail of
 //! `Reconcile` in k8s.io/endpointslice/reconciler.go).
 //!
-//! Per address type, in plan order: creates, then updates, then deletes, each sequential. The first
+//! Per address type, in plan order: creates, then updates, then deletes, each sequential (or, when
+//! the sink takes several writes at once, each step's writes sent together). The first
 //! failure ends that address type (upstream returns from `finalize`) but the next address type
 //! still runs. A create refused because the namespace is terminating ends the address type without
 //! an error. Slices of unsupported address types are deleted last, every one attempted. A delete
 //! answered NotFound counts as done but, as upstream, is neither recorded nor counted; the object is
 //! listed in `gone`, so that the caller's view drops it before the watch says so.
+
+use rayon::prelude::*;
 
 use super::{Object, Sink, Verb, WriteError};
 use crate::model::AddressType;
@@ -117,7 +120,9 @@ pub fn apply_plan(sink: &dyn Sink, plan: &mut Plan) -> ApplyOutcome {
     }
     for slice in std::mem::take(&mut plan.unsupported_deletes) {
         let name = slice.meta.name.clone();
-        if let Err(e) = delete(sink, Object::from(slice), &mut out) {
+        let object = Object::from(slice);
+        let answer = sink.delete(&object);
+        if let Err(e) = deleted(object, answer, &mut out) {
             out.errors.push(format!(
                 "error deleting {name} EndpointSlice for Service {service}: {e}"
             ));
@@ -134,43 +139,106 @@ fn apply_type(
     tp: &mut AddressTypePlan,
     out: &mut ApplyOutcome,
 ) -> Result<TypeStatus, String> {
-    for slice in std::mem::take(&mut tp.creates) {
-        match sink.create(Object::from(slice)) {
-            Ok(created) => out.record(Verb::Create, created),
+    let creates = std::mem::take(&mut tp.creates);
+    let ended = step(
+        sink,
+        creates,
+        |slice| sink.create(Object::from(slice)),
+        |answer| match answer {
+            Ok(created) => {
+                out.record(Verb::Create, created);
+                None
+            }
             // Creates will keep failing in a dying namespace: drop the work, do not retry.
-            Err(e) if e.is_namespace_terminating() => return Ok(TypeStatus::NamespaceTerminating),
-            Err(e) => {
-                return Err(format!(
-                    "failed to create EndpointSlice for Service {service}: {e}"
-                ));
+            Err(e) if e.is_namespace_terminating() => Some(Ok(TypeStatus::NamespaceTerminating)),
+            Err(e) => Some(Err(format!(
+                "failed to create EndpointSlice for Service {service}: {e}"
+            ))),
+        },
+    );
+    if let Some(end) = ended {
+        return end;
+    }
+    let updates = std::mem::take(&mut tp.updates);
+    let ended = step(
+        sink,
+        updates,
+        |slice| {
+            let name = slice.meta.name.clone();
+            sink.update(Object::from(slice)).map_err(|e| (name, e))
+        },
+        |answer| match answer {
+            Ok(updated) => {
+                out.record(Verb::Update, updated);
+                None
+            }
+            Err((name, e)) => Some(Err(format!(
+                "failed to update {name} EndpointSlice for Service {service}: {e}"
+            ))),
+        },
+    );
+    if let Some(end) = ended {
+        return end;
+    }
+    let deletes = std::mem::take(&mut tp.deletes);
+    let ended = step(
+        sink,
+        deletes,
+        |slice| {
+            let object = Object::from(slice);
+            let answer = sink.delete(&object);
+            (object, answer)
+        },
+        |(object, answer)| {
+            let name = object.meta().name.clone();
+            deleted(object, answer, out).err().map(|e| {
+                Err(format!(
+                    "failed to delete {name} EndpointSlice for Service {service}: {e}"
+                ))
+            })
+        },
+    );
+    ended.unwrap_or(Ok(TypeStatus::Completed))
+}
+
+/// Sends one step's writes (the creates, the updates or the deletes of an address type) and
+/// hands each answer, in plan order, to `take`, which says when the address type ends. One at a
+/// time, the step stops there, as upstream's does. When the sink takes several writes at once
+/// they are sent together: a refusal cannot recall those already on their way, so every answer
+/// is taken (each accepted write recorded) and the first ending in plan order is returned.
+fn step<T: Send, A: Send, E>(
+    sink: &dyn Sink,
+    writes: Vec<T>,
+    send: impl Fn(T) -> A + Sync,
+    mut take: impl FnMut(A) -> Option<E>,
+) -> Option<E> {
+    if sink.concurrency() > 1 && writes.len() > 1 {
+        let answers: Vec<A> = writes.into_par_iter().map(&send).collect();
+        let mut ended = None;
+        for answer in answers {
+            let end = take(answer);
+            if ended.is_none() {
+                ended = end;
             }
         }
-    }
-    for slice in std::mem::take(&mut tp.updates) {
-        let name = slice.meta.name.clone();
-        match sink.update(Object::from(slice)) {
-            Ok(updated) => out.record(Verb::Update, updated),
-            Err(e) => {
-                return Err(format!(
-                    "failed to update {name} EndpointSlice for Service {service}: {e}"
-                ));
+        ended
+    } else {
+        for write in writes {
+            if let Some(end) = take(send(write)) {
+                return Some(end);
             }
         }
+        None
     }
-    for slice in std::mem::take(&mut tp.deletes) {
-        let name = slice.meta.name.clone();
-        if let Err(e) = delete(sink, Object::from(slice), out) {
-            return Err(format!(
-                "failed to delete {name} EndpointSlice for Service {service}: {e}"
-            ));
-        }
-    }
-    Ok(TypeStatus::Completed)
 }
 
 /// Upstream's `deleteEndpointSlice`: NotFound is success, but nothing is recorded or counted.
-fn delete(sink: &dyn Sink, object: Object, out: &mut ApplyOutcome) -> Result<(), WriteError> {
-    match sink.delete(&object) {
+fn deleted(
+    object: Object,
+    answer: Result<(), WriteError>,
+    out: &mut ApplyOutcome,
+) -> Result<(), WriteError> {
+    match answer {
         Ok(()) => {
             out.record(Verb::Delete, object);
             Ok(())

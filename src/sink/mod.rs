@@ -298,6 +298,14 @@ pub trait Sink: Send + Sync {
     fn create(&self, object: Object) -> Result<Object, WriteError>;
     fn update(&self, object: Object) -> Result<Object, WriteError>;
     fn delete(&self, object: &Object) -> Result<(), WriteError>;
+
+    /// How many writes the sink takes at once. At one (the default) every write is made in plan
+    /// order on the caller's thread, which keeps the in-memory sink deterministic. Above one, the
+    /// engine sends the writes of different services at the same time, and within one sync the
+    /// writes of one step (creates, then updates, then deletes) together.
+    fn concurrency(&self) -> usize {
+        1
+    }
 }
 
 pub mod apply;

@@ -3,6 +3,7 @@
 
 mod deletes;
 mod hostile;
+mod parallel_writes;
 mod restarts;
 mod resync;
 mod shadow;

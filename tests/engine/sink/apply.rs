@@ -321,3 +321,70 @@ fn plan_errors_come_after_write_errors() {
     assert!(!out.is_success());
     assert_eq!(out.error_message().unwrap(), "e");
 }
+
+/// The sink of `setup`, taking several writes at once: each step's writes are sent together.
+struct Together<'a>(&'a MemorySink);
+
+impl Sink for Together<'_> {
+    fn create(&self, object: sliced::sink::Object) -> Result<sliced::sink::Object, WriteError> {
+        self.0.create(object)
+    }
+    fn update(&self, object: sliced::sink::Object) -> Result<sliced::sink::Object, WriteError> {
+        self.0.update(object)
+    }
+    fn delete(&self, object: &sliced::sink::Object) -> Result<(), WriteError> {
+        self.0.delete(object)
+    }
+    fn concurrency(&self) -> usize {
+        4
+    }
+}
+
+#[test]
+fn writes_sent_together_are_recorded_in_plan_order() {
+    let (sink, mut p) = setup();
+    let out = apply_plan(&Together(&sink), &mut p);
+    assert!(out.is_success(), "{:?}", out.errors);
+    let (serial_sink, mut serial_plan) = setup();
+    let serial = apply_plan(&serial_sink, &mut serial_plan);
+    assert_eq!(summary(&out), summary(&serial));
+    assert_eq!((out.creates, out.updates, out.deletes), (3, 3, 6));
+    assert_eq!(sink.list_slices("ns").len(), 6);
+}
+
+/// A refusal cannot recall the writes of its step already sent: the others are made and recorded
+/// (the tracker must know of them), and the address type still ends there.
+#[test]
+fn a_refusal_among_writes_sent_together_ends_the_type_after_its_step() {
+    let (sink, mut p) = setup();
+    sink.fail_next(Verb::Update, Kind::EndpointSlice, boom(), 1);
+    let out = apply_plan(&Together(&sink), &mut p);
+    assert_eq!(out.errors.len(), 1, "{:?}", out.errors);
+    let made = summary(&out);
+    let (refused, accepted) = if made.contains(&"update u1".to_string()) {
+        ("u2", "update u1")
+    } else {
+        ("u1", "update u2")
+    };
+    assert_eq!(
+        out.errors[0],
+        format!("failed to update {refused} EndpointSlice for Service ns/svc: boom")
+    );
+    assert_eq!(
+        made,
+        [
+            "create IPv4",
+            "create IPv4",
+            accepted,
+            "create IPv6",
+            "update u6",
+            "delete d6",
+            "delete x1",
+            "delete x2",
+            "delete x3",
+        ]
+    );
+    assert_eq!(out.per_type[0].status, TypeStatus::Failed);
+    // What the server holds is what the outcome says was written.
+    assert_eq!(sink.writes().len(), out.records.len());
+}

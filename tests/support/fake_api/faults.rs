@@ -34,6 +34,12 @@ pub struct Faults {
     /// Requests whose path contains one of these are never answered (a server that accepts and
     /// goes silent).
     pub hanging: Vec<String>,
+    /// How long every write (POST, PUT, PATCH, DELETE) waits before the server takes it: a
+    /// server across a network, under load.
+    pub write_latency: std::time::Duration,
+    /// Writes of EndpointSlices and Endpoints being handled now, and the most there were at once.
+    pub endpoint_writes_in_flight: usize,
+    pub most_endpoint_writes_in_flight: usize,
 }
 
 pub fn verb(name: &str) -> &'static str {

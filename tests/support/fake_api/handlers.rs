@@ -46,6 +46,16 @@ impl tower::Service<Request<kube::client::Body>> for FakeService {
             if server.hangs(&path) {
                 std::future::pending::<()>().await;
             }
+            let writes = matches!(
+                *req.method(),
+                Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+            );
+            let _in_flight =
+                (writes && path.contains("/endpoints")).then(|| server.endpoint_write_started());
+            let latency = server.write_latency();
+            if writes && !latency.is_zero() {
+                tokio::time::sleep(latency).await;
+            }
             let (parts, body) = req.into_parts();
             let body = match body.collect_bytes().await {
                 Ok(b) => b,

@@ -408,6 +408,32 @@ impl FakeApiServer {
         self.shared.lock().faults.hanging.push(path_part.to_owned());
     }
 
+    /// From now on, every write request (POST, PUT, PATCH, DELETE) is answered `latency` after
+    /// it arrives; writes in flight together wait together, as on a real server.
+    pub fn set_write_latency(&self, latency: Duration) {
+        self.shared.lock().faults.write_latency = latency;
+    }
+
+    pub(crate) fn write_latency(&self) -> Duration {
+        self.shared.lock().faults.write_latency
+    }
+
+    /// The most writes of EndpointSlices and Endpoints the server was handling at once.
+    pub fn most_endpoint_writes_in_flight(&self) -> usize {
+        self.shared.lock().faults.most_endpoint_writes_in_flight
+    }
+
+    /// Counts a write of an EndpointSlice or Endpoints as in flight until the guard drops.
+    pub(crate) fn endpoint_write_started(&self) -> EndpointWriteInFlight {
+        let mut state = self.shared.lock();
+        let faults = &mut state.faults;
+        faults.endpoint_writes_in_flight += 1;
+        faults.most_endpoint_writes_in_flight = faults
+            .most_endpoint_writes_in_flight
+            .max(faults.endpoint_writes_in_flight);
+        EndpointWriteInFlight(self.clone())
+    }
+
     pub(crate) fn hangs(&self, path: &str) -> bool {
         let state = self.shared.lock();
         state
@@ -443,6 +469,15 @@ impl FakeApiServer {
     /// the process's heap, and a log's capacity left at its longest would count.
     pub fn clear_requests(&self) {
         self.shared.lock().faults.log = Vec::new();
+    }
+}
+
+/// A write of an EndpointSlice or Endpoints the server is handling.
+pub(crate) struct EndpointWriteInFlight(FakeApiServer);
+
+impl Drop for EndpointWriteInFlight {
+    fn drop(&mut self) {
+        self.0.shared.lock().faults.endpoint_writes_in_flight -= 1;
     }
 }
 
