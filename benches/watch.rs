@@ -1,6 +1,7 @@
 //! A pod watch event, as `sliced run` takes it in: JSON decoded into `WatchedPod` (the fields the
 //! controllers read), converted into the compact model, and the change applied to the engine's
-//! index. The
+//! index; and the same events as protobuf, decoded in place (`decode_protobuf_pod`,
+//! `sliced_index_protobuf`). The
 //! baseline, in the same run, is what a controller on kube-runtime's reflector (or client-go's
 //! informer) pays for the same event: the decode and a store update. Pods are shaped like
 //! `fixtures/pods/deployment-pod.yaml`; each event flips one pod's readiness, as most pod events do.
@@ -25,6 +26,8 @@
 
 #[path = "../tests/support/fake_api/mod.rs"]
 mod fake_api;
+#[path = "../tests/support/protobuf_pods.rs"]
+mod protobuf_pods;
 #[path = "../tests/support/real_pods.rs"]
 mod real_pods;
 #[path = "../tests/support/run_harness.rs"]
@@ -46,7 +49,8 @@ use kube::runtime::{reflector, watcher};
 use sliced::change::Change;
 use sliced::engine::{Engine, EngineOptions};
 use sliced::index::Index;
-use sliced::kube::convert::{WatchedPod, pod_from_watched};
+use sliced::kube::convert::{PodFields, WatchedPod, pod_from_fields, pod_from_watched};
+use sliced::kube::protobuf;
 use sliced::model::{Labels, Meta, Name, Pod, PodBuilder, PodPhase, Service, intern};
 use sliced::queue::{Clock, VirtualClock};
 
@@ -107,7 +111,7 @@ const SERVICES: usize = 10;
 
 /// Every pod twice, ready then not ready, each with a newer resourceVersion: cycling through them
 /// makes every event a change.
-fn events() -> Vec<Vec<u8>> {
+fn event_pods() -> Vec<core::Pod> {
     let template = real_pods::template();
     let mut out = Vec::with_capacity(2 * PODS);
     for ready in [true, false] {
@@ -117,13 +121,45 @@ fn events() -> Vec<Vec<u8>> {
             if !ready {
                 pod.metadata.resource_version = Some((60_000_000 + i).to_string());
             }
-            match serde_json::to_vec(&pod) {
-                Ok(bytes) => out.push(bytes),
-                Err(e) => panic!("serializing a pod: {e}"),
-            }
+            out.push(pod);
         }
     }
     out
+}
+
+/// The events as JSON: each pod's object.
+fn events() -> Vec<Vec<u8>> {
+    event_pods()
+        .iter()
+        .map(|pod| match serde_json::to_vec(pod) {
+            Ok(bytes) => bytes,
+            Err(e) => panic!("serializing a pod: {e}"),
+        })
+        .collect()
+}
+
+/// The events as protobuf: each a whole `WatchEvent` (a frame without its length), the pod
+/// enveloped inside, as the API server sends them to client-go.
+fn protobuf_events() -> Vec<Vec<u8>> {
+    event_pods()
+        .iter()
+        .map(|pod| {
+            let frame = protobuf_pods::watch_frame("MODIFIED", protobuf_pods::pod_object(pod));
+            frame[4..].to_vec()
+        })
+        .collect()
+}
+
+/// A protobuf watch event's pod, in the fields the controllers read.
+fn decode_protobuf(event: &[u8]) -> PodFields<'_> {
+    let object = match protobuf::watch_event(event) {
+        Ok(e) => e.object,
+        Err(e) => panic!("a watch event: {e}"),
+    };
+    match protobuf::pod_object(object) {
+        Ok(fields) => fields,
+        Err(e) => panic!("a pod: {e}"),
+    }
 }
 
 fn service(i: usize) -> sliced::model::Service {
@@ -183,6 +219,26 @@ fn pod_event(c: &mut Criterion) {
         b.iter(|| {
             next = (next + 1) % events.len();
             apply(&events[next]);
+        })
+    });
+
+    // The same events as protobuf: decoded in place into the fields read, the rest passed over.
+    let protobuf_events = protobuf_events();
+    group.bench_function("decode_protobuf_pod", |b| {
+        b.iter(|| {
+            next = (next + 1) % protobuf_events.len();
+            black_box(decode_protobuf(&protobuf_events[next]));
+        })
+    });
+    let apply_protobuf = |bytes: &[u8]| match pod_from_fields(&decode_protobuf(bytes)) {
+        Ok(pod) => engine.handle(Change::Pod(pod)),
+        Err(e) => panic!("converting a pod: {e}"),
+    };
+    protobuf_events.iter().for_each(|e| apply_protobuf(e));
+    group.bench_function("sliced_index_protobuf", |b| {
+        b.iter(|| {
+            next = (next + 1) % protobuf_events.len();
+            apply_protobuf(&protobuf_events[next]);
         })
     });
     group.finish();

@@ -11,17 +11,20 @@ use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 
 use crate::model::{
-    Labels, Meta, Name, OwnerReference, PodMeta, Protocol, ResourceVersion, TargetRef, Timestamp,
-    Uid, intern,
+    Labels, Meta, Name, OwnerReference, Protocol, TargetRef, Timestamp, Uid, intern,
 };
 use crate::sink::Object;
 
 mod objects;
+mod pod;
 mod slice;
 
 pub use objects::{
     WatchedContainer, WatchedPod, WatchedPodSpec, WatchedPodStatus, namespace_from_k8s,
-    node_from_k8s, pod_from_k8s, pod_from_watched, service_from_k8s,
+    node_from_k8s, pod_from_k8s, service_from_k8s,
+};
+pub use pod::{
+    ContainerFields, PodFields, PortFields, ReadyCondition, pod_from_fields, pod_from_watched,
 };
 pub use slice::{
     endpoint_slice_from_k8s, endpoint_slice_to_k8s, endpoints_from_k8s, endpoints_to_k8s,
@@ -261,18 +264,6 @@ pub(crate) fn meta_from_k8s(m: &ObjectMeta, rules: MetaRules) -> Result<Meta, Co
 }
 
 /// A pod's metadata: annotations and generation are not kept.
-pub(crate) fn pod_meta_from_k8s(m: &ObjectMeta, rules: MetaRules) -> Result<PodMeta, ConvertError> {
-    let (namespace, name) = namespace_and_name(m, rules)?;
-    let mut meta = PodMeta::new(namespace, name, labels(&m.labels));
-    meta.set_uid(Uid::new(m.uid.as_deref().unwrap_or_default()));
-    meta.set_resource_version(ResourceVersion::new(
-        m.resource_version.as_deref().unwrap_or_default(),
-    ));
-    meta.set_creation_timestamp(time(&m.creation_timestamp));
-    meta.set_deletion_timestamp(time(&m.deletion_timestamp));
-    Ok(meta)
-}
-
 fn namespace_and_name(m: &ObjectMeta, rules: MetaRules) -> Result<(Name, Name), ConvertError> {
     let name = m.name.as_deref().unwrap_or("");
     let has_generate_name =
@@ -411,12 +402,12 @@ pub(crate) fn port(n: i32, min: i32, path: impl FnOnce() -> String) -> Result<i3
 
 /// A protocol; absent or empty is `None` (the caller applies the default).
 pub(crate) fn protocol(
-    p: &Option<String>,
+    p: &str,
     path: impl FnOnce() -> String,
 ) -> Result<Option<Protocol>, ConvertError> {
-    match p.as_deref() {
-        None | Some("") => Ok(None),
-        Some(s) => Protocol::parse(s).map(Some).ok_or_else(|| {
+    match p {
+        "" => Ok(None),
+        s => Protocol::parse(s).map(Some).ok_or_else(|| {
             ConvertError::new(
                 path(),
                 format!("unknown protocol {s:?} (want TCP, UDP or SCTP)"),

@@ -3,11 +3,12 @@
 //! A map is an immutable shared slice. Maps built from pairs (objects as they arrive, selectors) are
 //! shared by content: the pods of one template carry the same labels, and hold one copy of them.
 
-use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
 
 use ahash::RandomState;
+use hashbrown::HashSet;
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use super::intern::{Name, intern};
 
@@ -62,6 +63,30 @@ fn shared(pairs: Vec<(Name, Name)>) -> Pairs {
     map
 }
 
+/// Pairs not yet interned, sorted by key with keys unique: they hash as the shared map of the
+/// same content does, so that the map can be found without interning a string.
+#[derive(Hash)]
+struct Borrowed<'a>(&'a [(&'a str, &'a str)]);
+
+impl hashbrown::Equivalent<Pairs> for Borrowed<'_> {
+    fn equivalent(&self, key: &Pairs) -> bool {
+        self.0.len() == key.len()
+            && self
+                .0
+                .iter()
+                .zip(key.iter())
+                .all(|((k, v), (key, value))| *k == key.as_str() && *v == value.as_str())
+    }
+}
+
+/// The shared map of `pairs` (sorted, keys unique), if one is in use.
+fn find_shared(pairs: &[(&str, &str)]) -> Option<Pairs> {
+    let shared = &*SHARED;
+    let borrowed = Borrowed(pairs);
+    let shard = (shared.hasher.hash_one(&borrowed) as usize) % SHARDS;
+    shared.shards[shard].lock().maps.get(&borrowed).cloned()
+}
+
 /// `pairs` sorted by key, keys interned and values made by `value`; of two with one key, the
 /// later value.
 fn sorted_pairs<I, K, V>(pairs: I, value: fn(&str) -> Name) -> Vec<(Name, Name)>
@@ -99,6 +124,28 @@ impl Labels {
         V: AsRef<str>,
     {
         Labels(shared(sorted_pairs(pairs, intern)))
+    }
+
+    /// [`Labels::from_pairs`] of borrowed strings. When a map of the same content is in use (the
+    /// labels of a pod whose template's pods are known), it is shared without interning a string.
+    pub fn from_str_pairs(pairs: &[(&str, &str)]) -> Self {
+        if pairs.is_empty() {
+            return Labels::default();
+        }
+        let mut sorted: SmallVec<[(&str, &str); 8]> = pairs.iter().copied().collect();
+        // Stable: of equal keys, the last given stays last and wins.
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        let mut unique: SmallVec<[(&str, &str); 8]> = SmallVec::with_capacity(sorted.len());
+        for (k, v) in sorted {
+            match unique.last_mut() {
+                Some(last) if last.0 == k => last.1 = v,
+                _ => unique.push((k, v)),
+            }
+        }
+        match find_shared(&unique) {
+            Some(map) => Labels(map),
+            None => Labels::from_pairs(unique),
+        }
     }
 
     /// Builds annotations from pairs in any order; a later duplicate key wins. Keys are interned;
@@ -207,5 +254,22 @@ mod tests {
         }
         let live: usize = SHARED.shards.iter().map(|s| s.lock().maps.len()).sum();
         assert!(live < SHARDS * 200, "{live} maps kept");
+    }
+
+    #[test]
+    fn borrowed_pairs_find_the_map_in_use_or_build_the_same() {
+        let given = [("tier", "web"), ("app", "borrowed-test"), ("tier", "api")];
+        let fresh = Labels::from_str_pairs(&given);
+        let owned = Labels::from_pairs(given);
+        assert_eq!(fresh, owned);
+        assert!(Arc::ptr_eq(&fresh.0, &owned.0), "one shared map");
+        let again = Labels::from_str_pairs(&[("app", "borrowed-test"), ("tier", "api")]);
+        assert!(Arc::ptr_eq(&again.0, &owned.0), "found, not built");
+        assert_eq!(
+            again.get("tier").map(|n| n.as_str()),
+            Some("api"),
+            "the later duplicate wins"
+        );
+        assert_eq!(Labels::from_str_pairs(&[]), Labels::default());
     }
 }

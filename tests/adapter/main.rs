@@ -5,6 +5,8 @@
 
 #[path = "../support/fake_api/mod.rs"]
 mod fake_api;
+#[path = "../support/protobuf_pods.rs"]
+mod protobuf_pods;
 #[path = "../support/real_pods.rs"]
 mod real_pods;
 #[path = "../support/run_harness.rs"]
@@ -14,5 +16,6 @@ mod snapshot_reference;
 
 mod fake_api_server;
 mod metrics;
+mod protobuf_pod;
 mod run_e2e;
 mod watched_pod;

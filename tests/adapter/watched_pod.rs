@@ -20,7 +20,7 @@ fn same_conversion(text: &str, origin: &str) {
     assert_eq!(pod_from_watched(&watched), pod_from_k8s(&full), "{origin}");
 }
 
-fn fixture_pods() -> Vec<(String, Value)> {
+pub fn fixture_pods() -> Vec<(String, Value)> {
     let mut out = Vec::new();
     let mut files: Vec<_> =
         std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/scenarios"))

@@ -5,8 +5,6 @@
 //! 500 pods never holds 500 full objects (`benches/watch.rs`).
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -16,21 +14,16 @@ use smallvec::SmallVec;
 
 use super::{
     ConvertError, MetaRules, ip, labels, meta_from_k8s, non_empty_intern, opt_intern,
-    parse_cpu_millis, pod_meta_from_k8s, port, protocol, time,
+    parse_cpu_millis, port, protocol,
 };
 use crate::model::{
-    ClusterIp, ContainerPort, IpFamily, Name, Namespace, Node, Pod, PodPhase, Protocol, Service,
-    ServicePort, ServiceType, TargetPort, intern,
+    ClusterIp, IpFamily, Namespace, Node, Pod, Service, ServicePort, ServiceType, TargetPort,
+    intern,
 };
 
 const SERVICE: MetaRules = MetaRules {
     namespaced: true,
     intern_name: true,
-    generate_name: false,
-};
-const POD: MetaRules = MetaRules {
-    namespaced: true,
-    intern_name: false,
     generate_name: false,
 };
 
@@ -146,7 +139,8 @@ fn service_port(i: usize, p: &core::ServicePort) -> Result<ServicePort, ConvertE
         name: p.name.as_deref().map(intern).unwrap_or_default(),
         port: number,
         target_port,
-        protocol: protocol(&p.protocol, || at("protocol"))?.unwrap_or_default(),
+        protocol: protocol(p.protocol.as_deref().unwrap_or_default(), || at("protocol"))?
+            .unwrap_or_default(),
         app_protocol: opt_intern(&p.app_protocol),
         node_port,
     })
@@ -154,101 +148,7 @@ fn service_port(i: usize, p: &core::ServicePort) -> Result<ServicePort, ConvertE
 
 /// A full pod (manifests, fixtures), through the same conversion as a watched one.
 pub fn pod_from_k8s(pod: &core::Pod) -> Result<Pod, ConvertError> {
-    pod_from_watched(&WatchedPod::from(pod))
-}
-
-pub fn pod_from_watched(pod: &WatchedPod) -> Result<Pod, ConvertError> {
-    // No controller reads a pod's annotations, and real pods carry many: not kept.
-    let meta = pod_meta_from_k8s(&pod.metadata, POD)?;
-    let default_spec = WatchedPodSpec::default();
-    let spec = pod.spec.as_ref().unwrap_or(&default_spec);
-    let default_status = WatchedPodStatus::default();
-    let status = pod.status.as_ref().unwrap_or(&default_status);
-
-    let phase = match status.phase.as_deref() {
-        None | Some("") | Some("Pending") => PodPhase::Pending,
-        Some("Running") => PodPhase::Running,
-        Some("Succeeded") => PodPhase::Succeeded,
-        Some("Failed") => PodPhase::Failed,
-        Some("Unknown") => PodPhase::Unknown,
-        Some(other) => {
-            return Err(ConvertError::new(
-                "status.phase",
-                format!(
-                    "unknown pod phase {other:?} (want Pending, Running, Succeeded, Failed or Unknown)"
-                ),
-            ));
-        }
-    };
-
-    let pod_ip = match status.pod_ip.as_deref() {
-        None | Some("") => None,
-        Some(s) => Some(ip(s, || "status.podIP".to_owned())?),
-    };
-    let mut ips: SmallVec<[IpAddr; 2]> = SmallVec::new();
-    for (i, p) in status.pod_ips.iter().flatten().enumerate() {
-        ips.push(ip(&p.ip, || format!("status.podIPs[{i}].ip"))?);
-    }
-    // The API server fills podIPs from podIP when only podIP is given, and podIP from podIPs[0].
-    if ips.is_empty() {
-        ips.extend(pod_ip);
-    }
-
-    let ready_condition = status
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "Ready");
-
-    let mut out = Pod::new(meta);
-    out.node_name = non_empty_intern(&spec.node_name);
-    out.phase = phase;
-    out.has_pod_ip = !ips.is_empty();
-    out.ready = ready_condition.is_some_and(|c| c.status == "True");
-    out.named_ports = named_ports(spec)?;
-    out.set_hostname(
-        spec.hostname
-            .as_deref()
-            .filter(|s| !s.is_empty())
-            .map(Name::new),
-    );
-    out.set_subdomain(non_empty_intern(&spec.subdomain));
-    out.set_ips(ips);
-    out.set_ready_transition(ready_condition.and_then(|c| time(&c.last_transition_time)));
-    Ok(out)
-}
-
-/// Named ports of regular containers, then of restartable init containers (sidecars). Every port
-/// is validated, named or not.
-fn named_ports(spec: &WatchedPodSpec) -> Result<Arc<[ContainerPort]>, ConvertError> {
-    let mut out = Vec::new();
-    let init = spec.init_containers.as_deref().unwrap_or_default();
-    let containers = spec.containers.as_deref().unwrap_or_default();
-    let groups = [
-        ("containers", containers, false),
-        ("initContainers", init, true),
-    ];
-    for (field, containers, sidecars) in groups {
-        for (ci, c) in containers.iter().enumerate() {
-            let is_sidecar = c.restart_policy.as_deref() == Some("Always");
-            for (pi, p) in c.ports.iter().flatten().enumerate() {
-                let at = |f: &str| format!("spec.{field}[{ci}].ports[{pi}].{f}");
-                let number = port(p.container_port, 1, || at("containerPort"))?;
-                let proto = protocol(&p.protocol, || at("protocol"))?.unwrap_or(Protocol::Tcp);
-                let name = p.name.as_deref().unwrap_or("");
-                if name.is_empty() || (sidecars && !is_sidecar) {
-                    continue;
-                }
-                out.push(ContainerPort {
-                    name: intern(name),
-                    port: number,
-                    protocol: proto,
-                    sidecar: sidecars,
-                });
-            }
-        }
-    }
-    Ok(out.into())
+    super::pod::pod_from_watched(&WatchedPod::from(pod))
 }
 
 pub fn node_from_k8s(node: &core::Node) -> Result<Node, ConvertError> {

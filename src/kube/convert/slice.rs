@@ -39,7 +39,7 @@ pub fn endpoint_slice_from_k8s(
             Ok(EndpointPort {
                 name: opt_intern(&p.name),
                 port: p.port.map(|n| port(n, 0, || at("port"))).transpose()?,
-                protocol: protocol(&p.protocol, || at("protocol"))?,
+                protocol: protocol(p.protocol.as_deref().unwrap_or_default(), || at("protocol"))?,
                 app_protocol: opt_intern(&p.app_protocol),
             })
         })
@@ -229,7 +229,7 @@ fn subset(i: usize, s: &core::EndpointSubset) -> Result<EndpointSubset, ConvertE
             Ok(EndpointsPort {
                 name: opt_intern(&p.name),
                 port: port(p.port, 1, || at("port"))?,
-                protocol: protocol(&p.protocol, || at("protocol"))?,
+                protocol: protocol(p.protocol.as_deref().unwrap_or_default(), || at("protocol"))?,
                 app_protocol: opt_intern(&p.app_protocol),
             })
         })

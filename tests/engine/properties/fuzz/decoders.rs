@@ -7,9 +7,10 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use sliced::kube::convert::{
-    WatchedPod, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s, pod_from_k8s,
-    pod_from_watched, service_from_k8s,
+    WatchedPod, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s, pod_from_fields,
+    pod_from_k8s, pod_from_watched, service_from_k8s,
 };
+use sliced::kube::protobuf;
 use sliced::kube::manifest::load_str;
 
 use super::corpus::{
@@ -99,6 +100,21 @@ proptest! {
         prop_assume!(!docs.is_empty());
         let doc = mutate(&docs[which % docs.len()], &mutations);
         convert_as_every_kind(&doc);
+    }
+
+    /// The protobuf decoders on bytes of any shape, bare and enveloped: an error or a pod, never
+    /// a panic. (`tests/adapter/protobuf_pod.rs` cuts and flips the bytes of a real pod.)
+    #[test]
+    fn protobuf_decoders_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+        let mut enveloped = b"k8s\0".to_vec();
+        enveloped.extend_from_slice(&bytes);
+        let _ = protobuf::pod_fields(&bytes).and_then(|f| pod_from_fields(&f));
+        let _ = protobuf::pod_object(&enveloped).and_then(|f| pod_from_fields(&f));
+        let _ = protobuf::watch_event(&bytes);
+        let _ = protobuf::list(&enveloped, "PodList");
+        let mut frames = protobuf::Frames::default();
+        frames.push(&bytes);
+        while let Ok(Some(_)) = frames.next_frame() {}
     }
 }
 
