@@ -263,7 +263,6 @@ pub(crate) fn meta_from_k8s(m: &ObjectMeta, rules: MetaRules) -> Result<Meta, Co
     })
 }
 
-/// A pod's metadata: annotations and generation are not kept.
 fn namespace_and_name(m: &ObjectMeta, rules: MetaRules) -> Result<(Name, Name), ConvertError> {
     let name = m.name.as_deref().unwrap_or("");
     let has_generate_name =

@@ -213,7 +213,7 @@ fn step<T: Send, A: Send, E>(
     mut take: impl FnMut(A) -> Option<E>,
 ) -> Option<E> {
     if sink.concurrency() > 1 && writes.len() > 1 {
-        let answers: Vec<A> = writes.into_par_iter().map(&send).collect();
+        let answers: Vec<A> = writes.into_par_iter().with_max_len(1).map(&send).collect();
         let mut ended = None;
         for answer in answers {
             let end = take(answer);

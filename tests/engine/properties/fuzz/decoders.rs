@@ -10,8 +10,8 @@ use sliced::kube::convert::{
     WatchedPod, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s, pod_from_fields,
     pod_from_k8s, pod_from_watched, service_from_k8s,
 };
-use sliced::kube::protobuf;
 use sliced::kube::manifest::load_str;
+use sliced::kube::protobuf;
 
 use super::corpus::{
     ByteEdit, FIXTURES, Mutation, byte_edit, damage, documents, mutate, mutation, yaml_stream,
