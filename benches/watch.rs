@@ -26,8 +26,7 @@
 
 #[path = "../tests/support/fake_api/mod.rs"]
 mod fake_api;
-#[path = "../tests/support/protobuf_pods.rs"]
-mod protobuf_pods;
+use fake_api::protobuf_pods;
 #[path = "../tests/support/real_pods.rs"]
 mod real_pods;
 #[path = "../tests/support/run_harness.rs"]

@@ -6,6 +6,7 @@ pub mod http;
 pub mod launch;
 pub mod lease;
 pub mod manifest;
+pub mod pod_source;
 pub mod protobuf;
 pub mod run;
 pub mod shadow;

@@ -13,17 +13,18 @@ use std::time::Duration;
 
 use crossbeam_channel::Sender;
 use futures::StreamExt;
+use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
-use kube::api::{ListParams, WatchEvent, WatchParams};
+use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
 use super::convert::{
-    ConvertError, WatchedPod, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s,
-    pod_from_watched, service_from_k8s,
+    ConvertError, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s, service_from_k8s,
 };
+use super::pod_source::{DecodedPod, PodSource};
 use crate::change::{Change, ChangeKind};
 use crate::controllers::Controllers;
 use crate::metrics::PlainCounter;
@@ -126,6 +127,38 @@ pub fn watched_kinds(controllers: Controllers) -> Vec<ChangeKind> {
     kinds
 }
 
+/// Where a watch lists and watches from: kube-rs's typed API (JSON), or the pod watch's own
+/// requests (`pod_source.rs`: protobuf when the server offers it).
+pub trait Source<K: Clone>: Send + Sync {
+    fn list(
+        &self,
+        params: &ListParams,
+    ) -> impl Future<Output = Result<ObjectList<K>, kube::Error>> + Send;
+
+    fn watch(
+        &self,
+        params: &WatchParams,
+        version: &str,
+    ) -> impl Future<Output = Result<BoxStream<'static, kube::Result<WatchEvent<K>>>, kube::Error>> + Send;
+}
+
+impl<K> Source<K> for Api<K>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, kube::Error> {
+        Api::list(self, params).await
+    }
+
+    async fn watch(
+        &self,
+        params: &WatchParams,
+        version: &str,
+    ) -> Result<BoxStream<'static, kube::Result<WatchEvent<K>>>, kube::Error> {
+        Ok(Api::watch(self, params, version).await?.boxed())
+    }
+}
+
 /// Starts a watch of `kind` on the current tokio runtime, feeding `out` until it is closed. Each
 /// list page and each watch request gets an answer within `request_timeout` or is retried.
 pub fn spawn(
@@ -143,33 +176,34 @@ pub fn spawn(
         request_timeout,
     };
     match kind {
-        ChangeKind::Service => tokio::spawn(watch::<core::Service>(
-            Api::all(client),
+        ChangeKind::Service => tokio::spawn(watch::<core::Service, _>(
+            Api::<core::Service>::all(client),
             page_size,
             feed,
             |s| service_from_k8s(s).map(Change::Service),
         )),
-        // Decoded into the fields the controllers read: pods are most of a cluster's bytes.
-        ChangeKind::Pod => tokio::spawn(watch::<WatchedPod>(
-            Api::all(client),
+        // Asked for as protobuf and decoded into the fields the controllers read: pods are most
+        // of a cluster's bytes.
+        ChangeKind::Pod => tokio::spawn(watch::<DecodedPod, _>(
+            PodSource::new(client),
             page_size,
             feed,
-            |p| pod_from_watched(p).map(Change::Pod),
+            |p| p.take().map(Change::Pod),
         )),
-        ChangeKind::Node => tokio::spawn(watch::<core::Node>(
-            Api::all(client),
+        ChangeKind::Node => tokio::spawn(watch::<core::Node, _>(
+            Api::<core::Node>::all(client),
             page_size,
             feed,
             |n| node_from_k8s(n).map(Change::Node),
         )),
-        ChangeKind::EndpointSlice => tokio::spawn(watch::<discovery::EndpointSlice>(
-            Api::all(client),
+        ChangeKind::EndpointSlice => tokio::spawn(watch::<discovery::EndpointSlice, _>(
+            Api::<discovery::EndpointSlice>::all(client),
             page_size,
             feed,
             |s| endpoint_slice_from_k8s(s).map(|s| Change::EndpointSlice(Arc::new(s))),
         )),
-        ChangeKind::Endpoints => tokio::spawn(watch::<core::Endpoints>(
-            Api::all(client),
+        ChangeKind::Endpoints => tokio::spawn(watch::<core::Endpoints, _>(
+            Api::<core::Endpoints>::all(client),
             page_size,
             feed,
             |e| endpoints_from_k8s(e).map(|e| Change::Endpoints(Arc::new(e))),
@@ -392,26 +426,28 @@ fn is_expired(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 410)
 }
 
-async fn watch<K>(
-    api: Api<K>,
+async fn watch<K, S>(
+    source: S,
     page_size: u32,
     feed: Feed,
-    convert: impl Fn(&K) -> Result<Change, ConvertError> + Send + 'static,
+    convert: impl Fn(&K) -> Result<Change, ConvertError> + Send + Sync + 'static,
 ) where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K: Resource + Clone + Send + 'static,
+    S: Source<K>,
 {
     // Ends when the engine's thread has gone.
-    let _closed: Result<(), Closed> = list_and_watch(&api, page_size, &feed, &convert).await;
+    let _closed: Result<(), Closed> = list_and_watch(&source, page_size, &feed, &convert).await;
 }
 
-async fn list_and_watch<K>(
-    api: &Api<K>,
+async fn list_and_watch<K, S>(
+    source: &S,
     page_size: u32,
     feed: &Feed,
-    convert: &impl Fn(&K) -> Result<Change, ConvertError>,
+    convert: &(impl Fn(&K) -> Result<Change, ConvertError> + Sync),
 ) -> Result<(), Closed>
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    K: Resource + Clone + Send + 'static,
+    S: Source<K>,
 {
     let mut restarts = Restarts::new(feed.counters.restarts.clone());
     let mut backoff = Backoff::new(feed.kind);
@@ -430,7 +466,7 @@ where
                 if lists > 0 {
                     restarts.failed();
                 }
-                match list(api, page_size, lists > 0, feed, convert).await? {
+                match list(source, page_size, lists > 0, feed, convert).await? {
                     Listing::Done(version) => {
                         lists += 1;
                         restarts.listed();
@@ -445,8 +481,8 @@ where
                 }
             }
         };
-        let stream = match within(feed.request_timeout, api.watch(&params, &version)).await {
-            Ok(stream) => stream.boxed(),
+        let stream = match within(feed.request_timeout, source.watch(&params, &version)).await {
+            Ok(stream) => stream,
             Err(error) => {
                 restarts.failed();
                 if !error.is_expired() {
@@ -492,20 +528,21 @@ where
 }
 
 /// Lists every object of the kind, page by page, into the feed.
-async fn list<K>(
-    api: &Api<K>,
+async fn list<K, S>(
+    source: &S,
     page_size: u32,
     relist: bool,
     feed: &Feed,
-    convert: &impl Fn(&K) -> Result<Change, ConvertError>,
+    convert: &(impl Fn(&K) -> Result<Change, ConvertError> + Sync),
 ) -> Result<Listing, Closed>
 where
-    K: Resource + Clone + DeserializeOwned + Debug,
+    K: Resource + Clone,
+    S: Source<K>,
 {
     let mut seen = relist.then(HashSet::new);
     let mut params = ListParams::default().limit(page_size);
     loop {
-        let page = match within(feed.request_timeout, api.list(&params)).await {
+        let page = match within(feed.request_timeout, source.list(&params)).await {
             Ok(page) => page,
             Err(error) => return Ok(Listing::Failed(Failure::new("list", describe(&error)))),
         };

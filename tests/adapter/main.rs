@@ -5,8 +5,7 @@
 
 #[path = "../support/fake_api/mod.rs"]
 mod fake_api;
-#[path = "../support/protobuf_pods.rs"]
-mod protobuf_pods;
+use fake_api::protobuf_pods;
 #[path = "../support/real_pods.rs"]
 mod real_pods;
 #[path = "../support/run_harness.rs"]

@@ -383,3 +383,28 @@ pub fn pod_list(pods: &[core::Pod], resource_version: &str, continue_token: &str
     };
     enveloped("v1", "PodList", list.encode_to_vec())
 }
+
+/// A `meta.v1.Status`, enveloped: an error answer or a watch's ERROR event.
+pub fn status_object(code: i32, reason: &str, message: &str) -> Vec<u8> {
+    let status = pbmeta::Status {
+        status: Some("Failure".to_string()),
+        message: Some(message.to_string()),
+        reason: Some(reason.to_string()),
+        code: Some(code),
+        ..Default::default()
+    };
+    enveloped("v1", "Status", status.encode_to_vec())
+}
+
+/// A bookmark's object: a pod with nothing but a resourceVersion (and annotations).
+pub fn bookmark_pod(resource_version: &str, annotations: BTreeMap<String, String>) -> Vec<u8> {
+    let pod = pb::Pod {
+        metadata: Some(pbmeta::ObjectMeta {
+            resource_version: Some(resource_version.to_string()),
+            annotations,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    enveloped("v1", "Pod", pod.encode_to_vec())
+}

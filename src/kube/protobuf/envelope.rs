@@ -146,6 +146,39 @@ pub fn list<'a>(bytes: &'a [u8], kind: &'static str) -> Result<ListFields<'a>, P
     Ok(out)
 }
 
+/// A `meta.v1.Status`: an error answer, or a watch's ERROR event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StatusFields<'a> {
+    pub status: &'a str,
+    pub message: &'a str,
+    pub reason: &'a str,
+    pub code: i32,
+}
+
+/// The Status enveloped in `bytes`.
+pub fn status(bytes: &[u8]) -> Result<StatusFields<'_>, ProtobufError> {
+    let object = unknown(bytes)?;
+    if object.kind != "Status" {
+        return Err(ProtobufError::Kind {
+            expected: "Status",
+            found: object.kind.to_string(),
+        });
+    }
+    let what = wire("meta.v1.Status");
+    let mut out = StatusFields::default();
+    for field in Fields::new(object.raw) {
+        let (n, value) = field.map_err(&what)?;
+        match n {
+            2 => out.status = value.str(n).map_err(&what)?,
+            3 => out.message = value.str(n).map_err(&what)?,
+            4 => out.reason = value.str(n).map_err(&what)?,
+            6 => out.code = value.int32(n).map_err(&what)?,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
 /// The largest frame taken: the API server refuses objects over 3 MiB (etcd's limit of 1.5 MiB,
 /// with room), so a longer length is a broken stream, not a large object.
 const MAX_FRAME: usize = 64 << 20;

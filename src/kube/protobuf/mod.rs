@@ -8,6 +8,7 @@ pub mod pod;
 pub mod wire;
 
 pub use envelope::{
-    Frames, ListFields, ProtobufError, Unknown, WatchEventFields, list, unknown, watch_event,
+    Frames, ListFields, MEDIA_TYPE, ProtobufError, StatusFields, Unknown, WatchEventFields, list,
+    status, unknown, watch_event,
 };
 pub use pod::{pod_fields, pod_object};

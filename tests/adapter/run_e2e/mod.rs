@@ -4,6 +4,7 @@
 mod deletes;
 mod hostile;
 mod parallel_writes;
+mod protobuf;
 mod restarts;
 mod resync;
 mod shadow;

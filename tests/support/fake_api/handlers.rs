@@ -66,10 +66,17 @@ impl tower::Service<Request<kube::client::Body>> for FakeService {
     }
 }
 
+/// The media type of Kubernetes' protobuf encoding.
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
 fn respond(code: u16, bytes: Vec<u8>) -> Response<ResBody> {
+    respond_as(code, "application/json", bytes)
+}
+
+fn respond_as(code: u16, content_type: &str, bytes: Vec<u8>) -> Response<ResBody> {
     Response::builder()
         .status(StatusCode::from_u16(code).expect("valid status code"))
-        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::CONTENT_TYPE, content_type)
         .body(Full::new(Bytes::from(bytes)).boxed_unsync())
         .expect("valid response")
 }
@@ -181,7 +188,18 @@ impl FakeApiServer {
             }
             Some(_) => return error(&ApiError::unknown_path()),
         };
+        // Pods are served as protobuf to a client that asks (as client-go's controllers do).
+        let protobuf = KINDS[r.res].plural == "pods"
+            && parts
+                .headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.contains(PROTOBUF));
         let mut state = self.shared.lock();
+        let protobuf = protobuf && !state.faults.json_only;
+        if protobuf && matches!(verb, "list" | "watch") {
+            state.faults.protobuf_answers += 1;
+        }
         let injected = state.faults.take(verb, r.res);
         let result = match injected {
             Some(code) => Err(ApiError::injected(code, r.res, &name)),
@@ -205,8 +223,8 @@ impl FakeApiServer {
                         .get(r.res, &r.namespace, &name)
                         .map(|o| respond(200, o.typed_bytes(r.res)))
                         .ok_or_else(|| ApiError::not_found(r.res, &name)),
-                    "list" => self.http_list(&state, &r, &q),
-                    "watch" => self.http_watch(&mut state, &r, &q),
+                    "list" => self.http_list(&state, &r, &q, protobuf),
+                    "watch" => self.http_watch(&mut state, &r, &q, protobuf),
                     "create" => parse_json(body)
                         .and_then(|v| state.create(r.res, &r.namespace, v, ctx))
                         .map(|o| outcome(r.res, o)),
@@ -265,6 +283,7 @@ impl FakeApiServer {
         state: &super::store::State,
         r: &Route,
         q: &HashMap<String, String>,
+        protobuf: bool,
     ) -> Result<Response<ResBody>, ApiError> {
         let k = &KINDS[r.res];
         let labels = LabelSelector::parse(q.get("labelSelector").map_or("", String::as_str))?;
@@ -337,6 +356,20 @@ impl FakeApiServer {
             let delivered = &state.tables[r.res].delivered;
             delivered.fetch_max(at_rv, std::sync::atomic::Ordering::Relaxed);
         }
+        if protobuf {
+            let pods: Vec<k8s_openapi::api::core::v1::Pod> = page
+                .items
+                .iter()
+                .map(|item| {
+                    serde_json::from_slice(&item.json)
+                        .expect("the fake serves as protobuf only pods k8s-openapi reads")
+                })
+                .collect();
+            let rv = meta["resourceVersion"].as_str().unwrap_or_default();
+            let token = meta["continue"].as_str().unwrap_or_default();
+            let bytes = super::protobuf_pods::pod_list(&pods, rv, token);
+            return Ok(respond_as(200, PROTOBUF, bytes));
+        }
         let head = json!({"kind": format!("{}List", k.kind), "apiVersion": k.api_version(), "metadata": meta});
         let mut out = serde_json::to_vec(&head).expect("JSON");
         out.pop();
@@ -356,6 +389,7 @@ impl FakeApiServer {
         state: &mut super::store::State,
         r: &Route,
         q: &HashMap<String, String>,
+        protobuf: bool,
     ) -> Result<Response<ResBody>, ApiError> {
         let k = &KINDS[r.res];
         let flag = |name: &str| matches!(q.get(name).map(String::as_str), Some("true" | "1"));
@@ -398,11 +432,17 @@ impl FakeApiServer {
             timeout,
             start,
             bookmark_every: self.bookmark_every,
+            protobuf,
         };
         let stream = watch::start(&self.shared, state, spec)?;
+        let content_type = if protobuf {
+            "application/vnd.kubernetes.protobuf;stream=watch"
+        } else {
+            "application/json"
+        };
         Ok(Response::builder()
             .status(200)
-            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::CONTENT_TYPE, content_type)
             .body(StreamBody::new(stream).boxed_unsync())
             .expect("valid response"))
     }

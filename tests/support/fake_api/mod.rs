@@ -71,6 +71,10 @@ mod faults;
 mod gc;
 mod handlers;
 mod json;
+// Pods served as protobuf are encoded by the reference encoder of the decoder's tests, which an
+// including crate uses from here (a file is a module once).
+#[path = "../protobuf_pods.rs"]
+pub mod protobuf_pods;
 mod resources;
 mod selectors;
 mod status;
@@ -416,6 +420,16 @@ impl FakeApiServer {
 
     pub(crate) fn write_latency(&self) -> Duration {
         self.shared.lock().faults.write_latency
+    }
+
+    /// From now on, pods are served as JSON even to a client that asks for protobuf.
+    pub fn serve_json_only(&self) {
+        self.shared.lock().faults.json_only = true;
+    }
+
+    /// How many lists and watches were answered as protobuf.
+    pub fn protobuf_answers(&self) -> usize {
+        self.shared.lock().faults.protobuf_answers
     }
 
     /// The most writes of EndpointSlices and Endpoints the server was handling at once.

@@ -61,6 +61,8 @@ pub struct WatchSpec {
     pub timeout: Option<Duration>,
     pub start: Start,
     pub bookmark_every: Duration,
+    /// Pods asked for as protobuf: each event a length-framed `WatchEvent`.
+    pub protobuf: bool,
 }
 
 enum Item {
@@ -153,6 +155,12 @@ impl WatchSpec {
 
     fn event(&self, ty: &str, obj: &Stored) -> Bytes {
         let body = obj.typed_bytes(self.res);
+        if self.protobuf {
+            let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_slice(&body)
+                .expect("the fake serves as protobuf only pods k8s-openapi reads");
+            let object = super::protobuf_pods::pod_object(&pod);
+            return Bytes::from(super::protobuf_pods::watch_frame(ty, object));
+        }
         let mut out = Vec::with_capacity(body.len() + 32);
         out.extend_from_slice(b"{\"type\":\"");
         out.extend_from_slice(ty.as_bytes());
@@ -185,6 +193,14 @@ impl WatchSpec {
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        if self.protobuf {
+            let mut annotations = std::collections::BTreeMap::new();
+            if initial_end {
+                annotations.insert("k8s.io/initial-events-end".to_string(), "true".to_string());
+            }
+            let object = super::protobuf_pods::bookmark_pod(&rv.to_string(), annotations);
+            return Bytes::from(super::protobuf_pods::watch_frame("BOOKMARK", object));
+        }
         let k = &KINDS[self.res];
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
@@ -215,6 +231,19 @@ impl Watch {
                         spec.encode_change(&c)
                     }
                     Item::InitialEnd(rv) => Some(spec.bookmark(rv, true)),
+                    Item::Error(status) if spec.protobuf => {
+                        self.done = true;
+                        let text = |f: &str| status[f].as_str().unwrap_or_default().to_string();
+                        let code = status["code"].as_i64().unwrap_or(500) as i32;
+                        let object = super::protobuf_pods::status_object(
+                            code,
+                            &text("reason"),
+                            &text("message"),
+                        );
+                        Some(Bytes::from(super::protobuf_pods::watch_frame(
+                            "ERROR", object,
+                        )))
+                    }
                     Item::Error(status) => {
                         self.done = true;
                         let ev = json!({"type": "ERROR", "object": status});
