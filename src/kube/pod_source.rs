@@ -240,26 +240,27 @@ impl Source<DecodedPod> for PodSource {
         };
         let state = (body.into_data_stream(), reader, false);
         Ok(
-            futures::stream::unfold(state, |(mut data, mut reader, mut ended)| async move {
+            futures::stream::unfold(state, |(mut data, mut reader, ended)| async move {
+                // After a broken framing or body nothing more can be read: the watch resumes.
+                if ended {
+                    return None;
+                }
                 loop {
                     match reader.next_event() {
-                        Some(Ok(event)) => return Some((Ok(event), (data, reader, ended))),
-                        // A frame that does not decode is skipped; a broken framing ends the stream.
+                        Some(Ok(event)) => return Some((Ok(event), (data, reader, false))),
+                        // A frame that does not decode is skipped; a broken framing ends the
+                        // stream.
                         Some(Err(Broken::Event(e))) => {
-                            return Some((Err(e), (data, reader, ended)));
+                            return Some((Err(e), (data, reader, false)));
                         }
                         Some(Err(Broken::Stream(e))) => {
                             return Some((Err(e), (data, reader, true)));
                         }
-                        None if ended => return None,
                         None => {}
                     }
                     match data.next().await {
                         Some(Ok(chunk)) => reader.push(&chunk),
-                        Some(Err(e)) => {
-                            ended = true;
-                            return Some((Err(e), (data, reader, ended)));
-                        }
+                        Some(Err(e)) => return Some((Err(e), (data, reader, true))),
                         None => return None,
                     }
                 }
@@ -378,6 +379,100 @@ impl Lines {
             {
                 return Some(&self.buf[from..from + end]);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_lines_across_chunks_blank_lines_skipped() {
+        let mut lines = Lines::default();
+        lines.push(b"{\"a\":1}\n\n{\"b\"");
+        assert_eq!(lines.next_line(), Some(&b"{\"a\":1}"[..]));
+        assert_eq!(lines.next_line(), None);
+        lines.push(b":2}\n");
+        assert_eq!(lines.next_line(), Some(&b"{\"b\":2}"[..]));
+        assert_eq!(lines.next_line(), None);
+    }
+
+    #[test]
+    fn a_json_watch_line_is_a_converted_pod() {
+        let mut reader = Reader::Json(Lines::default());
+        reader.push(&Bytes::from_static(
+            b"{\"type\":\"MODIFIED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\
+              \"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"resourceVersion\":\"7\"}}}\n\
+              not json\n",
+        ));
+        match reader.next_event() {
+            Some(Ok(WatchEvent::Modified(pod))) => {
+                assert_eq!(pod.metadata.resource_version.as_deref(), Some("7"));
+                assert_eq!(
+                    pod.take().map(|p| p.meta.name.to_string()),
+                    Ok("p".to_string())
+                );
+                assert!(pod.take().is_err(), "taken once");
+            }
+            other => panic!("{:?}", other.map(|r| r.map_err(|_| ()))),
+        }
+        // A line that does not decode spoils only itself.
+        assert!(matches!(reader.next_event(), Some(Err(Broken::Event(_)))));
+        assert!(reader.next_event().is_none());
+    }
+
+    #[test]
+    fn a_broken_protobuf_framing_ends_the_stream() {
+        let mut reader = Reader::Protobuf(Frames::default());
+        reader.push(&Bytes::copy_from_slice(&u32::MAX.to_be_bytes()));
+        assert!(matches!(reader.next_event(), Some(Err(Broken::Stream(_)))));
+    }
+
+    #[test]
+    fn refusals_are_read_in_either_encoding() {
+        let json = br#"{"kind":"Status","apiVersion":"v1","status":"Failure","code":410,"reason":"Expired","message":"too old"}"#;
+        match api_error(410, false, json) {
+            kube::Error::Api(s) => assert_eq!((s.code, s.reason.as_str()), (410, "Expired")),
+            other => panic!("{other}"),
+        }
+        let mut protobuf = b"k8s\0".to_vec();
+        {
+            use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+            use k8s_pb::apimachinery::pkg::runtime;
+            use prost::Message;
+            let status = meta::Status {
+                code: Some(410),
+                reason: Some("Expired".to_string()),
+                message: Some("too old".to_string()),
+                ..Default::default()
+            };
+            runtime::Unknown {
+                type_meta: Some(runtime::TypeMeta {
+                    api_version: Some("v1".to_string()),
+                    kind: Some("Status".to_string()),
+                }),
+                raw: Some(status.encode_to_vec()),
+                ..Default::default()
+            }
+            .encode(&mut protobuf)
+            .unwrap_or_else(|e| panic!("{e}"));
+        }
+        match api_error(500, true, &protobuf) {
+            kube::Error::Api(s) => {
+                assert_eq!(
+                    (s.code, s.reason.as_str(), s.message.as_str()),
+                    (410, "Expired", "too old")
+                );
+            }
+            other => panic!("{other}"),
+        }
+        match api_error(502, false, b"<html>bad gateway</html>") {
+            kube::Error::Api(s) => {
+                assert_eq!(s.code, 502);
+                assert!(s.message.contains("bad gateway"));
+            }
+            other => panic!("{other}"),
         }
     }
 }
