@@ -12,6 +12,8 @@ use sliced::sim;
 use sliced::sink::{MemorySink, Object};
 use sliced::snapshot::{Snapshot, load_stored};
 
+use crate::sink::common::Together;
+
 fn engine() -> Engine {
     Engine::new(
         EngineOptions {
@@ -100,25 +102,6 @@ fn a_standby_taking_over_writes_only_what_changed() {
     standby.handle(Change::Pod(pod));
     let (_, writes) = drain(&standby, &sink);
     assert_eq!(writes, 2);
-}
-
-/// The memory sink, taking several writes at once: the engine sends the writes of different
-/// services, and of one step of a sync, from its workers together.
-struct Together<'a>(&'a MemorySink);
-
-impl sliced::sink::Sink for Together<'_> {
-    fn create(&self, object: Object) -> Result<Object, sliced::sink::WriteError> {
-        self.0.create(object)
-    }
-    fn update(&self, object: Object) -> Result<Object, sliced::sink::WriteError> {
-        self.0.update(object)
-    }
-    fn delete(&self, object: &Object) -> Result<(), sliced::sink::WriteError> {
-        self.0.delete(object)
-    }
-    fn concurrency(&self) -> usize {
-        4
-    }
 }
 
 /// Written in parallel, the cluster is as one write at a time leaves it: the invariant holds

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use sliced::kube::run::RunOptions;
 
+use super::set_ready;
 use crate::fake_api::FakeApiServer;
 use crate::run_harness::{assert_matches_reconcile, node, options, pod, service, settle, start};
 
@@ -40,12 +41,6 @@ fn with_workers(workers: usize) -> RunOptions {
     let mut options = options();
     options.engine.workers = workers;
     options
-}
-
-fn set_ready(fake: &FakeApiServer, name: &str, ready: bool) {
-    let mut p = fake.get("pods", "default", name).unwrap();
-    p["status"]["conditions"][0]["status"] = Value::from(if ready { "True" } else { "False" });
-    fake.apply(p).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

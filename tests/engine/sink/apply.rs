@@ -322,24 +322,6 @@ fn plan_errors_come_after_write_errors() {
     assert_eq!(out.error_message().unwrap(), "e");
 }
 
-/// The sink of `setup`, taking several writes at once: each step's writes are sent together.
-struct Together<'a>(&'a MemorySink);
-
-impl Sink for Together<'_> {
-    fn create(&self, object: sliced::sink::Object) -> Result<sliced::sink::Object, WriteError> {
-        self.0.create(object)
-    }
-    fn update(&self, object: sliced::sink::Object) -> Result<sliced::sink::Object, WriteError> {
-        self.0.update(object)
-    }
-    fn delete(&self, object: &sliced::sink::Object) -> Result<(), WriteError> {
-        self.0.delete(object)
-    }
-    fn concurrency(&self) -> usize {
-        4
-    }
-}
-
 #[test]
 fn writes_sent_together_are_recorded_in_plan_order() {
     let (sink, mut p) = setup();

@@ -76,3 +76,22 @@ pub fn boom() -> WriteError {
         message: "boom".into(),
     }
 }
+
+/// The memory sink, taking several writes at once: the executor sends a step's writes, and the
+/// engine the writes of different services, together.
+pub struct Together<'a>(pub &'a MemorySink);
+
+impl sliced::sink::Sink for Together<'_> {
+    fn create(&self, object: Object) -> Result<Object, WriteError> {
+        self.0.create(object)
+    }
+    fn update(&self, object: Object) -> Result<Object, WriteError> {
+        self.0.update(object)
+    }
+    fn delete(&self, object: &Object) -> Result<(), WriteError> {
+        self.0.delete(object)
+    }
+    fn concurrency(&self) -> usize {
+        4
+    }
+}

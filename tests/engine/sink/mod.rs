@@ -1,5 +1,5 @@
 //! The in-memory API server and the plan executor.
 
 mod apply;
-mod common;
+pub mod common;
 mod memory;
