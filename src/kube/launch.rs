@@ -81,6 +81,7 @@ pub fn run_until_terminated(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .thread_name("sliced-io")
+        .on_thread_park(crate::allocator::collect_idle_thread)
         .enable_all()
         .build()
         .map_err(LaunchError::Runtime)?;

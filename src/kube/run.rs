@@ -422,7 +422,7 @@ impl EngineLoop {
                         }
                     }
                 }
-                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Timeout) => crate::allocator::collect_idle_thread(),
                 Err(RecvTimeoutError::Disconnected) => return,
             }
             if !started && self.needed.is_empty() {

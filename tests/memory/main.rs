@@ -34,6 +34,7 @@ static ALONE: Mutex<()> = Mutex::const_new(());
 fn alone() -> MutexGuard<'static, ()> {
     let guard = ALONE.blocking_lock();
     sliced::allocator::return_freed_pages_at_once();
+    sliced::allocator::no_transparent_huge_pages();
     guard
 }
 
@@ -41,5 +42,6 @@ fn alone() -> MutexGuard<'static, ()> {
 async fn alone_async() -> MutexGuard<'static, ()> {
     let guard = ALONE.lock().await;
     sliced::allocator::return_freed_pages_at_once();
+    sliced::allocator::no_transparent_huge_pages();
     guard
 }
