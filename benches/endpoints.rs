@@ -239,6 +239,7 @@ criterion_group! {
     // What the binary ships with.
     config = {
         sliced::allocator::return_freed_pages_at_once();
+        sliced::allocator::no_transparent_huge_pages();
         Criterion::default()
     };
     targets = bench_endpoints, bench_cached, bench_mirroring

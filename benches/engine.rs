@@ -222,6 +222,7 @@ criterion_group! {
     // What the binary ships with.
     config = {
         sliced::allocator::return_freed_pages_at_once();
+        sliced::allocator::no_transparent_huge_pages();
         Criterion::default()
     };
     targets = one_pod_ready, steady_churn, cold_start_150k, cold_start_1m

@@ -629,6 +629,7 @@ criterion_group! {
     // What the binary ships with.
     config = {
         sliced::allocator::return_freed_pages_at_once();
+        sliced::allocator::no_transparent_huge_pages();
         Criterion::default()
     };
     targets = pod_event, memory_index_synthetic, memory_index_real_shaped, memory_run_watch_caches, run_pod_ready

@@ -35,11 +35,7 @@ fn main() -> std::process::ExitCode {
     if !matches!(cli.command, Command::Reconcile(_)) {
         sliced::allocator::return_freed_pages_at_once();
     }
-    // A long `run` is sized by its resident set, which must follow the heap (one-shot commands
-    // keep the huge pages, which are faster to fault in).
-    if matches!(cli.command, Command::Run(_)) {
-        sliced::allocator::no_transparent_huge_pages();
-    }
+    sliced::allocator::no_transparent_huge_pages();
     let result = match cli.command {
         Command::Reconcile(args) => cli::reconcile::run(args),
         Command::Simulate(args) => cli::simulate::run(args),
