@@ -16,7 +16,8 @@ use sliced::model::{
     Protocol, Service, ServicePort, TargetPort, Timestamp, intern,
 };
 use sliced::reconcile::endpoints::{
-    AddressCache, Edit, EndpointsInput, EndpointsWrite, Settled, sync, sync_cached, sync_settled,
+    AddressCache, Edit, EndpointsInput, EndpointsPlan, EndpointsWrite, Settled, sync, sync_cached,
+    sync_settled,
 };
 
 #[path = "../support/endpoints_model.rs"]
@@ -803,7 +804,7 @@ fn tweak_pod(pod: &mut PodSpec, which: u8) {
 
 /// Keeps `cache` as the engine does: edited by the changes, built afresh when it cannot be.
 /// Returns what the changes did (`Moved` for a build).
-fn keep(
+pub fn keep(
     cache: &mut Option<AddressCache>,
     svc: &Service,
     changed: &[(Name, Option<Arc<Pod>>)],
@@ -869,33 +870,51 @@ proptest! {
                 trigger_time: svc.meta.creation_timestamp,
                 current_is_own_write: false,
             };
-            let full = sync(&input);
-            if let Some(cache) = &mut cache {
-                // Unchanged addresses over the object settled: decided without the pods.
-                if edit == Edit::Kept
-                    && let Some(settled) = sync_settled(&svc, current.as_ref(), cache)
-                {
-                    prop_assert_eq!(&settled, &full);
-                }
-                prop_assert_eq!(&sync_cached(&input, cache), &full);
-                // As the engine settles it: the object found right, or the write once stored.
-                let version = match &full.write {
-                    None => current.as_ref().map(|c| c.meta.resource_version.clone()),
-                    Some(_) => Some(intern(&(n + 1).to_string())),
-                };
-                cache.settle(version.map(|version| Settled {
-                    version,
-                    service: Arc::clone(&svc),
-                    ready: full.ready,
-                    not_ready: full.not_ready,
-                    truncated: full.truncated,
-                }));
-            }
-            // The API server takes the write.
-            if let Some(EndpointsWrite::Create(mut e) | EndpointsWrite::Update(mut e)) = full.write {
-                e.meta.resource_version = intern(&(n + 1).to_string());
-                current = Some(e);
-            }
+            let full = match &mut cache {
+                Some(cache) => check_cached(&svc, cache, edit, &input, n)?,
+                None => sync(&input),
+            };
+            store(full, n, &mut current);
         }
+    }
+}
+
+/// A sync from `cache` plans as the full build (which this returns), and so does one decided
+/// without the pods when the addresses are unchanged over the object settled. Then the cache is
+/// settled as the engine settles it: the object found right, or the write once stored as
+/// version `n + 1`.
+pub fn check_cached(
+    svc: &Arc<Service>,
+    cache: &mut AddressCache,
+    edit: Edit,
+    input: &EndpointsInput,
+    n: usize,
+) -> Result<EndpointsPlan, TestCaseError> {
+    let full = sync(input);
+    if edit == Edit::Kept
+        && let Some(settled) = sync_settled(svc, input.current, cache)
+    {
+        prop_assert_eq!(&settled, &full);
+    }
+    prop_assert_eq!(&sync_cached(input, cache), &full);
+    let version = match &full.write {
+        None => input.current.map(|c| c.meta.resource_version.clone()),
+        Some(_) => Some(intern(&(n + 1).to_string())),
+    };
+    cache.settle(version.map(|version| Settled {
+        version,
+        service: Arc::clone(svc),
+        ready: full.ready,
+        not_ready: full.not_ready,
+        truncated: full.truncated,
+    }));
+    Ok(full)
+}
+
+/// The API server takes the plan's write, as version `n + 1`.
+pub fn store(plan: EndpointsPlan, n: usize, current: &mut Option<Endpoints>) {
+    if let Some(EndpointsWrite::Create(mut e) | EndpointsWrite::Update(mut e)) = plan.write {
+        e.meta.resource_version = intern(&(n + 1).to_string());
+        *current = Some(e);
     }
 }

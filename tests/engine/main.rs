@@ -9,6 +9,7 @@
 //! (`index`), the work queue (`queue`), the write-tracking state (`tracker`), and the in-memory
 //! API server and plan executor (`sink`).
 
+mod endpoints_over_capacity;
 mod endpoints_properties;
 mod faults;
 mod incremental;

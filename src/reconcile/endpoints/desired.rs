@@ -7,6 +7,7 @@ use std::sync::LazyLock;
 
 use smallvec::SmallVec;
 
+use super::capacity::MAX_CAPACITY;
 use super::compare::{same_ports, text};
 use super::repack::sort_addresses;
 use crate::model::{
@@ -41,6 +42,9 @@ pub(crate) struct Desired<'a> {
     service: &'a Service,
     entries: Vec<Entry<'a>>,
     pub groups: Vec<Group>,
+    /// Built already cut to the 1,000-address cap ([`Desired::from_ordered`]): the counts of ready
+    /// and not-ready addresses before the cut.
+    cut_from: Option<(usize, usize)>,
 }
 
 /// Upstream's `ShouldPodBeInEndpoints`: not terminal, has an IP, and not being deleted unless the
@@ -103,6 +107,7 @@ impl<'a> Desired<'a> {
             service,
             entries: Vec::with_capacity(pods.len()),
             groups: Vec::new(),
+            cut_from: None,
         };
         // A service without ports has endpoints only when it is headless ("None" exactly).
         if service.ports.is_empty() && service.cluster_ip != ClusterIp::Headless {
@@ -160,33 +165,52 @@ impl<'a> Desired<'a> {
     /// What [`Desired::build`] gives when every pod serves the same `ports` (as it does when the
     /// service's ports are all numbers), from the addresses already in address order, each of
     /// another identity (IP and pod UID): one subset, and no pod read.
+    ///
+    /// Over the cap, only the addresses the cut keeps are taken: with one subset, the cut keeps
+    /// the first ready addresses up to the cap, then the first not-ready ones up to what is left
+    /// of it ([`super::capacity::truncate`]'s shares of a single subset). A 5,000-pod service
+    /// then builds 1,000.
     pub(crate) fn from_ordered(
         service: &'a Service,
         ports: &[EndpointsPort],
-        ordered: impl ExactSizeIterator<Item = (&'a Pod, IpAddr, bool)>,
+        ordered: impl ExactSizeIterator<Item = (&'a Pod, IpAddr, bool)> + Clone,
     ) -> Desired<'a> {
+        let total = ordered.len();
+        let (mut keep_ready, mut keep_not_ready) = (usize::MAX, usize::MAX);
+        let mut cut_from = None;
+        if total > MAX_CAPACITY {
+            let ready = ordered.clone().filter(|&(_, _, ready)| ready).count();
+            keep_ready = ready.min(MAX_CAPACITY);
+            keep_not_ready = MAX_CAPACITY - keep_ready;
+            cut_from = Some((ready, total - ready));
+        }
         let mut desired = Desired {
             service,
-            entries: Vec::with_capacity(ordered.len()),
+            entries: Vec::with_capacity(total.min(MAX_CAPACITY)),
             groups: Vec::new(),
+            cut_from,
         };
         let mut group = Group {
             ports: ports.to_vec(),
             ..Group::default()
         };
-        for (i, (pod, ip, ready)) in ordered.enumerate() {
+        for (pod, ip, ready) in ordered {
+            let i = desired.entries.len() as u32;
+            if ready && group.ready.len() < keep_ready {
+                group.ready.push(i);
+            } else if !ready && group.not_ready.len() < keep_not_ready {
+                group.not_ready.push(i);
+            } else if group.ready.len() == keep_ready && group.not_ready.len() == keep_not_ready {
+                break;
+            } else {
+                continue;
+            }
             desired.entries.push(Entry {
                 pod,
                 ip,
                 ready,
                 ports: 0,
             });
-            let i = i as u32;
-            if ready {
-                group.ready.push(i);
-            } else {
-                group.not_ready.push(i);
-            }
         }
         if desired.entries.is_empty() {
             return desired;
@@ -301,12 +325,26 @@ impl<'a> Desired<'a> {
         }
     }
 
+    /// Ready addresses, before any cut.
     pub(crate) fn ready_count(&self) -> usize {
-        self.groups.iter().map(|g| g.ready.len()).sum()
+        match self.cut_from {
+            Some((ready, _)) => ready,
+            None => self.groups.iter().map(|g| g.ready.len()).sum(),
+        }
     }
 
+    /// Not-ready addresses, before any cut.
     pub(crate) fn not_ready_count(&self) -> usize {
-        self.groups.iter().map(|g| g.not_ready.len()).sum()
+        match self.cut_from {
+            Some((_, not_ready)) => not_ready,
+            None => self.groups.iter().map(|g| g.not_ready.len()).sum(),
+        }
+    }
+
+    /// Built already cut to the cap: the groups hold what [`super::capacity::truncate`] would
+    /// keep.
+    pub(crate) fn is_cut(&self) -> bool {
+        self.cut_from.is_some()
     }
 
     /// The desired subsets are semantically those of `current`, in the same order, as upstream's

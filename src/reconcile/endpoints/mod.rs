@@ -140,7 +140,10 @@ fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsP
 
     // Upstream (1.35 and later) also accepts the stored subsets once repacked, so an object in an
     // older release's order (MD5 rather than FNV) is not rewritten for its order alone.
+    // Over the cap the object is never as it should be, since it must be cut (and a cut build
+    // could not say): upstream's check fails on the capacity annotation.
     if let Some(current) = input.current
+        && !desired.is_cut()
         && (desired.same_as(&current.subsets)
             || (!is_canonical(input, current)
                 && desired.same_as(&repack::repack(&current.subsets))))
@@ -150,7 +153,7 @@ fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsP
         return plan;
     }
 
-    plan.truncated = capacity::truncate(&mut desired.groups);
+    plan.truncated = desired.is_cut() || capacity::truncate(&mut desired.groups);
     let labels = endpoints_labels(service);
     let base = input.current.map(|c| &c.meta.annotations);
     let annotations = endpoints_annotations(base, input.trigger_time, plan.truncated);
