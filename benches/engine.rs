@@ -61,10 +61,17 @@ fn quiet_sink() -> MemorySink {
     sink
 }
 
-/// Syncs until nothing is ready; returns the number of writes.
+/// Syncs until nothing is ready, a batch at a time as `sliced run` does (each batch's records
+/// dropped before the next); returns the number of writes.
 fn drain(engine: &Engine, sink: &MemorySink) -> usize {
-    let records = engine.sync_all_ready(sink);
-    records.iter().map(|r| r.writes.len()).sum()
+    let mut writes = 0;
+    loop {
+        let records = engine.sync_ready(sink);
+        if records.is_empty() {
+            return writes;
+        }
+        writes += records.iter().map(|r| r.writes.len()).sum::<usize>();
+    }
 }
 
 fn requeue_all(engine: &Engine, snapshot: &Snapshot) {

@@ -34,6 +34,13 @@ impl SelectorCache {
     /// removed.
     pub(crate) fn insert(&mut self, service: &Arc<Service>) {
         let name = &service.meta.name;
+        // A resync or an edit that keeps the selector: the service stays where it is filed.
+        if let Some(filed) = self.filed_mut(name)
+            && filed.selector == service.selector
+        {
+            *filed = Arc::clone(service);
+            return;
+        }
         self.remove(name);
         let Some(selector) = &service.selector else {
             return;
@@ -57,6 +64,14 @@ impl SelectorCache {
                 self.anchors.insert(name.clone(), Anchor::All);
             }
         }
+    }
+
+    fn filed_mut(&mut self, name: &Name) -> Option<&mut Arc<Service>> {
+        let bucket = match self.anchors.get(name)? {
+            Anchor::Pair(pair) => self.by_pair.get_mut(pair)?.as_mut_slice(),
+            Anchor::All => self.match_all.as_mut_slice(),
+        };
+        bucket.iter_mut().find(|s| &s.meta.name == name)
     }
 
     /// Unfiles the service called `name`; false when it was not filed.
@@ -175,5 +190,31 @@ mod tests {
         cache.insert(&service("a", None));
         assert_eq!(cache.len(), 0);
         assert!(cache.by_pair.is_empty());
+    }
+
+    #[test]
+    fn an_update_that_keeps_the_selector_replaces_the_filed_service() {
+        let mut cache = SelectorCache::default();
+        cache.insert(&service("a", Some(&[("app", "web")])));
+        cache.insert(&service("all", Some(&[])));
+        for name in ["a", "all"] {
+            let mut edited = Service::clone(&service(name, Some(&[("app", "web")])));
+            if name == "all" {
+                edited.selector = Some(Labels::default());
+            }
+            edited.meta.resource_version = intern("7");
+            cache.insert(&Arc::new(edited));
+        }
+        let mut versions = Vec::new();
+        cache.for_each_match(&Labels::from_pairs([("app", "web")]), |s| {
+            versions.push((s.meta.name.to_string(), s.meta.resource_version.to_string()))
+        });
+        versions.sort();
+        assert_eq!(
+            versions,
+            [("a".into(), "7".into()), ("all".into(), "7".into())]
+        );
+        assert_eq!(cache.len(), 2);
+        assert_eq!(cache.bucket_len("app", "web"), 1);
     }
 }
