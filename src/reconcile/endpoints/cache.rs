@@ -81,6 +81,10 @@ pub struct AddressCache {
     name_hashes: Vec<u64>,
     /// The ports the pods serve, each set once; one set when the service's ports are all numbers.
     port_sets: Vec<SmallVec<[EndpointsPort; 2]>>,
+    /// How many addresses serve each port set, and how many are ready: kept with every edit, so
+    /// that a sync of a large service reads neither from the addresses.
+    serving: Vec<usize>,
+    ready: usize,
     hasher: RandomState,
     settled: Option<Settled>,
 }
@@ -103,10 +107,23 @@ impl AddressCache {
             Some(at) => at,
             None => {
                 self.port_sets.push(ports);
+                self.serving.push(0);
                 self.port_sets.len() - 1
             }
         };
         u32::try_from(at).ok()
+    }
+
+    /// Counts `address` in (`held`) or out of the addresses held.
+    fn count(&mut self, address: &Address, held: bool) {
+        let (serving, ready) = (&mut self.serving[address.ports as usize], &mut self.ready);
+        if held {
+            *serving += 1;
+            *ready += usize::from(address.ready);
+        } else {
+            *serving -= 1;
+            *ready -= usize::from(address.ready);
+        }
     }
 
     /// The address `pod` backs, if any. `last` remembers the previous pod's template: pods of
@@ -148,6 +165,8 @@ impl AddressCache {
         let mut cache = AddressCache {
             addresses: Vec::with_capacity(pods.len()),
             port_sets: Vec::new(),
+            serving: Vec::new(),
+            ready: 0,
             name_hashes: Vec::new(),
             hasher: RandomState::new(),
             settled: None,
@@ -155,6 +174,7 @@ impl AddressCache {
         let mut last = None;
         for pod in pods {
             if let Some(address) = cache.address(service, pod, &mut last) {
+                cache.count(&address, true);
                 cache.addresses.push(address);
             }
         }
@@ -201,7 +221,9 @@ impl AddressCache {
             match (place, address) {
                 (Some(at), Some(address)) => {
                     moved |= !self.addresses[at].same_record(&address, service);
-                    self.addresses[at] = address;
+                    self.count(&address, true);
+                    let old = std::mem::replace(&mut self.addresses[at], address);
+                    self.count(&old, false);
                 }
                 (_, address) => rest.push((name, address)),
             }
@@ -221,7 +243,9 @@ impl AddressCache {
                     .position(|(&h, a)| h == hash && a.pod.meta.name == **name);
                 if let Some(at) = held {
                     self.name_hashes.remove(at);
-                    gone.push(self.addresses.remove(at));
+                    let address = self.addresses.remove(at);
+                    self.count(&address, false);
+                    gone.push(address);
                 }
             }
             for ((_, address), hash) in rest.into_iter().zip(hashes) {
@@ -241,6 +265,7 @@ impl AddressCache {
                 {
                     Ok(_) => return Edit::Unfit,
                     Err(at) => {
+                        self.count(&address, true);
                         self.addresses.insert(at, address);
                         self.name_hashes.insert(at, hash);
                     }
@@ -262,7 +287,8 @@ impl AddressCache {
     /// The desired subsets, as [`Desired::build`] gives them from the same pods.
     pub(crate) fn desired<'a>(&'a self, service: &'a Service) -> Desired<'a> {
         let first = self.addresses.first().map_or(0, |a| a.ports);
-        if self.addresses.iter().all(|a| a.ports == first) {
+        let serving = self.serving.get(first as usize).copied().unwrap_or(0);
+        if serving == self.addresses.len() {
             let ports = self
                 .port_sets
                 .get(first as usize)
@@ -271,6 +297,7 @@ impl AddressCache {
                 service,
                 ports,
                 self.addresses.iter().map(|a| (&*a.pod, a.ip, a.ready)),
+                self.ready,
             );
         }
         // Pods serving different ports: grouped into subsets as a full build does.

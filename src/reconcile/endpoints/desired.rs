@@ -169,17 +169,17 @@ impl<'a> Desired<'a> {
     /// Over the cap, only the addresses the cut keeps are taken: with one subset, the cut keeps
     /// the first ready addresses up to the cap, then the first not-ready ones up to what is left
     /// of it ([`super::capacity::truncate`]'s shares of a single subset). A 5,000-pod service
-    /// then builds 1,000.
+    /// then builds 1,000. `ready` is how many of the addresses are ready.
     pub(crate) fn from_ordered(
         service: &'a Service,
         ports: &[EndpointsPort],
-        ordered: impl ExactSizeIterator<Item = (&'a Pod, IpAddr, bool)> + Clone,
+        ordered: impl ExactSizeIterator<Item = (&'a Pod, IpAddr, bool)>,
+        ready: usize,
     ) -> Desired<'a> {
         let total = ordered.len();
         let (mut keep_ready, mut keep_not_ready) = (usize::MAX, usize::MAX);
         let mut cut_from = None;
         if total > MAX_CAPACITY {
-            let ready = ordered.clone().filter(|&(_, _, ready)| ready).count();
             keep_ready = ready.min(MAX_CAPACITY);
             keep_not_ready = MAX_CAPACITY - keep_ready;
             cut_from = Some((ready, total - ready));
