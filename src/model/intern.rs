@@ -100,14 +100,34 @@ struct Interner {
     hasher: RandomState,
 }
 
-static INTERNER: LazyLock<Interner> = LazyLock::new(|| Interner {
-    shards: std::array::from_fn(|_| {
-        Mutex::new(Shard {
-            names: HashSet::with_hasher(RandomState::new()),
-            sweep_at: FIRST_SWEEP,
-        })
-    }),
-    hasher: RandomState::new(),
+/// Strings in nearly every object the controllers write, interned as statics: a static has no
+/// count, so copying one into each of thousands of endpoint references and dropping them again
+/// costs no atomic operation.
+const STATICS: [ArcStr; 7] = [
+    arcstr::literal!("Pod"),
+    arcstr::literal!("v1"),
+    arcstr::literal!("TCP"),
+    arcstr::literal!("UDP"),
+    arcstr::literal!("SCTP"),
+    arcstr::literal!("IPv4"),
+    arcstr::literal!("IPv6"),
+];
+
+static INTERNER: LazyLock<Interner> = LazyLock::new(|| {
+    let interner = Interner {
+        shards: std::array::from_fn(|_| {
+            Mutex::new(Shard {
+                names: HashSet::with_hasher(RandomState::new()),
+                sweep_at: FIRST_SWEEP,
+            })
+        }),
+        hasher: RandomState::new(),
+    };
+    for name in STATICS {
+        let shard = (interner.hasher.hash_one(name.as_str()) as usize) % SHARDS;
+        interner.shards[shard].lock().names.insert(name);
+    }
+    interner
 });
 
 /// Returns the shared copy of `s`, storing it on first sight. For strings drawn from a small set:
@@ -151,6 +171,15 @@ mod tests {
             &Name::new("pod-1").0,
             &Name::new("pod-1").0
         ));
+    }
+
+    #[test]
+    fn the_commonest_strings_are_statics() {
+        let kind = intern("Pod");
+        assert!(ArcStr::is_static(&kind.0));
+        assert_eq!(ArcStr::strong_count(&kind.0), None);
+        assert!(ArcStr::ptr_eq(&kind.0, &intern("Pod").0));
+        assert!(!ArcStr::is_static(&intern("Pods").0));
     }
 
     #[test]
