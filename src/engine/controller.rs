@@ -152,6 +152,7 @@ impl Engine {
         controller: &C,
         keys: Vec<ServiceKey>,
     ) -> Vec<Planned<C::Prepared>> {
+        self.begin_batch();
         let cx = self.cluster();
         let timed = |key: ServiceKey| {
             let started = Instant::now();

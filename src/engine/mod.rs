@@ -11,6 +11,7 @@ mod slice_metrics;
 mod slices;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering, fence};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -177,6 +178,9 @@ pub struct Engine {
     events: Mutex<Vec<(ServiceKey, Event)>>,
     stats: Mutex<EngineStats>,
     violations: Mutex<Vec<Violation>>,
+    /// Some batch has begun to read the index. Until then every service's first sync is full, so
+    /// a pod change need not be noted or queue anything (see [`Engine::note_pod_changes`]).
+    began_syncing: AtomicBool,
 }
 
 impl Engine {
@@ -210,6 +214,7 @@ impl Engine {
             pool,
             events: Mutex::new(Vec::new()),
             stats: Mutex::new(EngineStats::default()),
+            began_syncing: AtomicBool::new(false),
             violations: Mutex::new(Vec::new()),
         }
     }
@@ -290,6 +295,7 @@ impl Engine {
             }
             Change::PodDeleted { namespace, name } => {
                 if let Some(old) = self.index.pods().delete(namespace, name)
+                    && self.note_pod_changes()
                     && let Some(projection) = pod_projection(Some(&old), None)
                 {
                     self.queue_for_projection(&projection, name);
@@ -352,6 +358,9 @@ impl Engine {
     fn pod_applied(&self, pod: Arc<Pod>) {
         // Handed over alone, so that the index can give an update the stored name.
         let (old, pod, projection) = self.index.pods().apply_projected(pod);
+        if !self.note_pod_changes() {
+            return;
+        }
         match (projection, old) {
             (Some(projection), _) => self.queue_for_projection(&projection, &pod.meta.name),
             // Upstream queues nothing, but its next full sync reads the pod as it is now: the
@@ -424,8 +433,27 @@ impl Engine {
         }
     }
 
+    /// Whether a pod change, already in the index, must be noted for the services it concerns
+    /// and queue their syncs. Not before the first batch: every service is queued when it is
+    /// delivered, and a service never synced is synced in full, reading every pod as the index
+    /// holds it then. This makes the initial lists (a million pods on a restart, every pod of
+    /// `sliced reconcile`) cost only their index updates.
+    fn note_pod_changes(&self) -> bool {
+        // Paired with the fence in `begin_batch`: either this change sees that a batch began and
+        // is noted, or that batch reads the index after the change was applied.
+        fence(Ordering::SeqCst);
+        self.began_syncing.load(Ordering::Relaxed)
+    }
+
+    /// Marks that a batch is about to read the index; see [`Engine::note_pod_changes`].
+    pub(super) fn begin_batch(&self) {
+        self.began_syncing.store(true, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
     /// What each running controller does once before a batch.
     fn before_batch(&self) {
+        self.begin_batch();
         for controller in self.running() {
             controller.before_batch(&self.index);
         }
