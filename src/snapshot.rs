@@ -148,6 +148,19 @@ pub fn reconcile_snapshot_owned(
     controllers: Controllers,
     seed: u64,
 ) -> SnapshotResult {
+    reconcile_snapshot_keeping_engine(snapshot, options, mirroring_options, controllers, seed).0
+}
+
+/// [`reconcile_snapshot_owned`], handing back the engine as well, with every pod, service and
+/// node it holds: a command that ends next can forget it rather than free each object (a tenth
+/// of a second at 100,000 pods).
+pub fn reconcile_snapshot_keeping_engine(
+    snapshot: Snapshot,
+    options: &Options,
+    mirroring_options: &mirroring::Options,
+    controllers: Controllers,
+    seed: u64,
+) -> (SnapshotResult, Engine) {
     let sink = MemorySink::new(seed);
     for ns in &snapshot.namespaces {
         sink.set_namespace_terminating(&ns.name, ns.terminating);
@@ -204,7 +217,7 @@ pub fn reconcile_snapshot_owned(
         .into_iter()
         .map(|(key, event)| (key.to_string(), event))
         .collect();
-    result
+    (result, engine)
 }
 
 impl Snapshot {

@@ -265,7 +265,7 @@ pub fn replay_with_progress(
     result.ended_at = clock.now();
     result.out_of_time = out_of_time;
     result.objects = sink.objects();
-    result.final_state = world.snapshot();
+    result.final_state = world.into_snapshot();
     result.events = replicas.take_events();
     result.stats = replicas.stats();
     result.violations = replicas.take_violations();
