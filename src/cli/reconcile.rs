@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use super::render;
 use sliced::kube::manifest::{self, Manifest};
 use sliced::reconcile::{Options, mirroring};
-use sliced::snapshot::{Controllers, reconcile_snapshot_keeping_engine};
+use sliced::snapshot::{Controllers, reconcile_snapshot_owned};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Format {
@@ -81,7 +81,7 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     let mirroring_options = mirroring::Options {
         max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
     };
-    let (result, engine) = reconcile_snapshot_keeping_engine(
+    let result = reconcile_snapshot_owned(
         std::mem::take(&mut manifest.objects),
         &options,
         &mirroring_options,
@@ -97,6 +97,6 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     .and_then(|()| out.flush().context("writing output"))?;
     // The process ends here: freeing every object one by one would only delay the exit (a
     // fifth of a second at a million pods).
-    std::mem::forget((result, manifest, engine));
+    std::mem::forget((result, manifest));
     Ok(ExitCode::SUCCESS)
 }

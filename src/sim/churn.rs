@@ -145,11 +145,11 @@ impl Churn {
             .enumerate()
             .map(|(i, n)| (n.node.name.clone(), i))
             .collect();
-        let mut all = KeySet::new();
+        let mut all = KeySet::with_capacity(cluster.snapshot.pods.len());
         let mut deps = Vec::with_capacity(cluster.deployments.len());
         let mut by_namespace: HashMap<Name, Vec<usize>, RandomState> = HashMap::default();
         for (i, d) in cluster.deployments.iter().enumerate() {
-            let mut members = KeySet::new();
+            let mut members = KeySet::with_capacity(d.pods.len());
             for &p in &d.pods {
                 let Some(pod) = cluster.snapshot.pods.get(p) else {
                     continue;

@@ -1,6 +1,7 @@
 //! A set with reproducible random picks.
 
 use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::hash::Hash;
 
 use ahash::RandomState;
@@ -22,10 +23,18 @@ impl<K: Hash + Eq + Clone> KeySet<K> {
         }
     }
 
+    /// Room for `n` items before either part grows.
+    pub(super) fn with_capacity(n: usize) -> Self {
+        KeySet {
+            items: Vec::with_capacity(n),
+            index: HashMap::with_capacity_and_hasher(n, RandomState::new()),
+        }
+    }
+
     pub(super) fn insert(&mut self, key: K) {
-        if !self.index.contains_key(&key) {
-            self.index.insert(key.clone(), self.items.len());
-            self.items.push(key);
+        if let Entry::Vacant(slot) = self.index.entry(key) {
+            self.items.push(slot.key().clone());
+            slot.insert(self.items.len() - 1);
         }
     }
 
