@@ -2,7 +2,7 @@
 //! and rate limiter), generation and trigger-time trackers, topology cache, and what it remembers
 //! between syncs so that the next one can be incremental.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -233,7 +233,8 @@ impl Handlers for EndpointSliceController {
     }
 
     /// An endpoint reads only a node's existence and zone: the pods on a node that came, went or
-    /// moved zone count as changed at the next sync (upstream queues nothing for a node).
+    /// moved zone count as changed, and their services are synced after the batch period
+    /// (upstream queues nothing for a node; see `before_batch`).
     /// Readiness and zones also feed the topology cache, recomputed once before the next batch.
     fn node_changed(&self, old: Option<&Node>, new: Option<&Node>) {
         let Some(name) = new.or(old).map(|n| &n.name) else {
@@ -289,7 +290,7 @@ impl Handlers for EndpointSliceController {
     }
 
     /// Pods on nodes that came, went or moved zone count as changed in the services selecting
-    /// them; zone ratios are recomputed when node readiness or zones moved, and services whose
+    /// them, which are queued; zone ratios are recomputed when node readiness or zones moved, and services whose
     /// hints no longer fit are synced in full. Once per batch, however many node events came
     /// (upstream's topology queue has one constant key for the same reason).
     fn before_batch(&self, index: &Index) {
@@ -297,9 +298,17 @@ impl Handlers for EndpointSliceController {
         // No sync runs now, so a service not synced yet has a full sync coming and needs no
         // marks: a cold start, whose nodes all arrive first, skips the walk over every pod.
         if !nodes.is_empty() && self.changes.any_synced() {
+            let mut queued: HashSet<ServiceKey, ahash::RandomState> = HashSet::default();
             for (key, pod) in index.members_on_nodes(&nodes) {
                 if self.changes.is_synced(&key) {
                     self.changes.pod_changed(&key, &pod);
+                }
+                // Upstream queues nothing here, and keeps the endpoints of a deleted node's pods
+                // until the pod GC deletes them (40 s at least), or leaves a new node's pods out
+                // and a moved node's old zone in place until something else syncs the service.
+                if !queued.contains(&key) {
+                    queued.insert(key.clone());
+                    self.queue.add_after(key, self.batch_period);
                 }
             }
         }

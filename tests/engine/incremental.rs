@@ -54,9 +54,8 @@ fn run_trace(
             ..EngineOptions::default()
         },
         seed,
-        // Drained, and once more after a resync (as informers do periodically: it is what syncs
-        // a service whose pods sit on a node that went, which upstream queues nothing for),
-        // every service holds what a full reconcile gives.
+        // Drained, and once more after a resync (as informers do periodically), every service
+        // holds what a full reconcile gives.
         resync_when_idle: true,
         ..ReplayOptions::default()
     };
@@ -206,4 +205,71 @@ fn node_zone_change_touches_only_its_pods() {
     // Only the cold start is full: one sync per service.
     let cold_start = snapshot.services.len() as u64;
     assert_eq!(inc.syncs - inc.incremental_syncs, cold_start);
+}
+
+/// A node deleted while its pods still exist (the VM is gone; the pod GC has not deleted them
+/// yet), and nothing else happens: the services selecting those pods are synced anyway, and their
+/// endpoints on the gone node leave the slices at once. Upstream queues nothing for a node and
+/// keeps them until the pods are deleted; no resync runs here to hide the difference.
+#[test]
+fn a_deleted_nodes_endpoints_leave_without_another_event() {
+    let cluster = sim::generate(&small_spec());
+    let snapshot = &cluster.snapshot;
+    let node = snapshot.nodes[0].name.clone();
+    let on_node: Vec<String> = snapshot
+        .pods
+        .iter()
+        .filter(|p| p.node_name.as_ref() == Some(&node))
+        .map(|p| p.meta.name.to_string())
+        .collect();
+    assert!(
+        !on_node.is_empty(),
+        "the generated cluster puts pods on the first node"
+    );
+    let mut steps = snapshot.as_steps();
+    steps.push(Step::change(
+        TRACE_START,
+        Change::NodeDeleted { name: node.clone() },
+    ));
+    let result = replay(
+        &steps,
+        &ReplayOptions {
+            engine: EngineOptions {
+                workers: 1,
+                check_invariants: true,
+                ..EngineOptions::default()
+            },
+            seed: 7,
+            resync_when_idle: false,
+            ..ReplayOptions::default()
+        },
+    );
+    assert!(!result.out_of_time);
+    assert_eq!(
+        result.unsettled,
+        Some(Vec::new()),
+        "settled without a resync"
+    );
+    let held: Vec<&sliced::model::EndpointSlice> = result
+        .objects
+        .iter()
+        .filter_map(|o| match o {
+            sliced::sink::Object::EndpointSlice(s) => Some(&**s),
+            _ => None,
+        })
+        .collect();
+    for slice in &held {
+        for endpoint in &slice.endpoints {
+            let pod = endpoint.target_ref.as_ref().and_then(|t| t.name.as_ref());
+            assert!(
+                pod.is_none_or(|p| !on_node.iter().any(|gone| gone == p.as_str())),
+                "{} still holds {pod:?}, on the deleted node {node}",
+                slice.meta.name
+            );
+        }
+    }
+    assert!(
+        result.syncs.iter().any(|r| r.at >= TRACE_START),
+        "the node's deletion synced its pods' services"
+    );
 }
