@@ -290,9 +290,9 @@ impl Handlers for EndpointSliceController {
     }
 
     /// Pods on nodes that came, went or moved zone count as changed in the services selecting
-    /// them, which are queued; zone ratios are recomputed when node readiness or zones moved, and services whose
-    /// hints no longer fit are synced in full. Once per batch, however many node events came
-    /// (upstream's topology queue has one constant key for the same reason).
+    /// them, which are queued; zone ratios are recomputed when node readiness or zones moved, and
+    /// services whose hints no longer fit are synced in full. Once per batch, however many node
+    /// events came (upstream's topology queue has one constant key for the same reason).
     fn before_batch(&self, index: &Index) {
         let nodes = self.changes.take_changed_nodes();
         // No sync runs now, so a service not synced yet has a full sync coming and needs no
