@@ -134,6 +134,45 @@ fn stale_slices_more_rows() {
     assert!(!tracker.stale_slices(&n("ns2"), &n("svc1"), &[]));
 }
 
+/// A service with many slices (a 5,000-pod service has 50): the same answers as with a few.
+#[test]
+fn stale_slices_of_a_service_with_many() {
+    let slices: Vec<EndpointSlice> = (0..40).map(|i| plain(&format!("uid-{i}"), 1)).collect();
+    let tracker = EndpointSliceTracker::new();
+    for slice in &slices {
+        tracker.update(slice);
+    }
+    let all: Vec<&EndpointSlice> = slices.iter().collect();
+    assert!(!stale(&tracker, &all), "every tracked slice listed");
+    let untracked = plain("uid-other", 1);
+    let mut with_other = all.clone();
+    with_other.push(&untracked);
+    assert!(!stale(&tracker, &with_other), "an untracked one besides");
+    // One tracked UID absent from the list, the list as long as ever.
+    let mut missing_one = all[1..].to_vec();
+    missing_one.push(&untracked);
+    assert!(stale(&tracker, &missing_one), "a tracked slice not listed");
+    let behind = plain("uid-7", 0);
+    let mut one_behind = all.clone();
+    one_behind[7] = &behind;
+    assert!(
+        stale(&tracker, &one_behind),
+        "a listed slice behind its generation"
+    );
+    tracker.expect_deletion(&slices[3]);
+    assert!(
+        stale(&tracker, &all),
+        "a slice expected deleted still listed"
+    );
+    let without_it: Vec<&EndpointSlice> = all
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i != 3)
+        .map(|(_, s)| *s)
+        .collect();
+    assert!(!stale(&tracker, &without_it), "and gone as expected");
+}
+
 /// The controller test fixtures: the tracker holds one generation, the informer lists another.
 #[test]
 fn stale_informer_fixtures() {
