@@ -101,16 +101,13 @@ struct Interner {
 }
 
 /// Strings in nearly every object the controllers write, interned as statics: a static has no
-/// count, so copying one into each of thousands of endpoint references and dropping them again
-/// costs no atomic operation.
-const STATICS: [ArcStr; 7] = [
+/// count, so copying one into each of thousands of endpoint references (their kind) and slice
+/// owner references (their kind and apiVersion) and dropping them again costs no atomic
+/// operation. Protocols and address types are enums in the model and need none.
+const STATICS: [ArcStr; 3] = [
     arcstr::literal!("Pod"),
+    arcstr::literal!("Service"),
     arcstr::literal!("v1"),
-    arcstr::literal!("TCP"),
-    arcstr::literal!("UDP"),
-    arcstr::literal!("SCTP"),
-    arcstr::literal!("IPv4"),
-    arcstr::literal!("IPv6"),
 ];
 
 static INTERNER: LazyLock<Interner> = LazyLock::new(|| {
