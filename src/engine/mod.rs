@@ -439,6 +439,10 @@ impl Engine {
     /// holds it then. This makes the initial lists (a million pods on a restart, every pod of
     /// `sliced reconcile`) cost only their index updates.
     fn note_pod_changes(&self) -> bool {
+        // Once a batch began the flag stays set, so the hot path after start-up needs no fence.
+        if self.began_syncing.load(Ordering::Relaxed) {
+            return true;
+        }
         // Paired with the fence in `begin_batch`: either this change sees that a batch began and
         // is noted, or that batch reads the index after the change was applied.
         fence(Ordering::SeqCst);
