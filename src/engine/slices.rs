@@ -306,8 +306,7 @@ impl Handlers for EndpointSliceController {
                 // Upstream queues nothing here, and keeps the endpoints of a deleted node's pods
                 // until the pod GC deletes them (40 s at least), or leaves a new node's pods out
                 // and a moved node's old zone in place until something else syncs the service.
-                if !queued.contains(&key) {
-                    queued.insert(key.clone());
+                if queued.insert(key.clone()) {
                     self.queue.add_after(key, self.batch_period);
                 }
             }
