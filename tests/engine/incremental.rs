@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
+use crate::model;
 use sliced::change::{Change, Step};
 use sliced::engine::{EngineOptions, SyncOutcome};
 use sliced::replay::{ReplayOptions, replay};
@@ -271,5 +272,20 @@ fn a_deleted_nodes_endpoints_leave_without_another_event() {
     assert!(
         result.syncs.iter().any(|r| r.at >= TRACE_START),
         "the node's deletion synced its pods' services"
+    );
+    // Every other endpoint stays, as the model built from upstream's rules says.
+    let mut final_state = snapshot.clone();
+    final_state.nodes.retain(|n| n.name != node);
+    let final_state = &final_state;
+    let (observed, broken) = model::observed_slices(
+        &held,
+        &final_state.services,
+        EngineOptions::default().reconcile.max_endpoints_per_slice,
+    );
+    assert!(broken.is_empty(), "slices breaking the rules: {broken:?}");
+    let differences = model::differences(&model::slices(final_state), &observed);
+    assert!(
+        differences.is_empty(),
+        "slices differ from the model: {differences:#?}"
     );
 }
