@@ -14,9 +14,15 @@ pub(crate) fn from_str<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, 
 /// the text refuses nothing real. Alias limits stay, and so does the depth limit (64), which keeps
 /// deserialising within a thread's stack.
 pub(crate) fn options(text: &str) -> serde_saphyr::Options {
+    options_for(text.len())
+}
+
+/// [`options`] for a text of `len` bytes, for parts of it parsed alone (on other threads: the
+/// options are not `Sync`, so each part makes its own).
+pub(crate) fn options_for(len: usize) -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     let mut budget = serde_saphyr::Budget::default();
-    let size = text.len().saturating_mul(2).saturating_add(1024);
+    let size = len.saturating_mul(2).saturating_add(1024);
     budget.max_events = budget.max_events.max(size);
     budget.max_nodes = budget.max_nodes.max(size);
     budget.max_documents = budget.max_documents.max(size);

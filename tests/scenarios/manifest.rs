@@ -12,6 +12,45 @@ use sliced::sink::Object;
 
 mod json_items;
 mod malformed;
+mod yaml_items;
+
+/// `a` and `b` load the same objects, warnings and objects as given, or fail with the same words.
+pub(crate) fn assert_alike(
+    case: &str,
+    a: Result<Manifest, LoadError>,
+    b: Result<Manifest, LoadError>,
+) {
+    match (a, b) {
+        (Ok(a), Ok(b)) => {
+            let (f, v) = (&a.objects, &b.objects);
+            assert_eq!(f.services, v.services, "{case}: services");
+            assert_eq!(f.pods, v.pods, "{case}: pods");
+            assert_eq!(f.nodes, v.nodes, "{case}: nodes");
+            assert_eq!(f.namespaces, v.namespaces, "{case}: namespaces");
+            assert_eq!(f.endpoint_slices, v.endpoint_slices, "{case}: slices");
+            assert_eq!(f.endpoints, v.endpoints, "{case}: endpoints");
+            assert_eq!(a.warnings, b.warnings, "{case}: warnings");
+            let mut keys: Vec<_> = a.given.keys().collect();
+            keys.sort();
+            let mut other_keys: Vec<_> = b.given.keys().collect();
+            other_keys.sort();
+            assert_eq!(keys, other_keys, "{case}: objects as given");
+            for (key, given) in &a.given {
+                assert_eq!(
+                    given.to_value().unwrap(),
+                    b.given[key].to_value().unwrap(),
+                    "{case}: {key:?} as given"
+                );
+            }
+        }
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{case}: error"),
+        (a, b) => panic!(
+            "{case}: one path gave {:?}, the other {:?}",
+            a.map(|m| m.len()),
+            b.map(|m| m.len())
+        ),
+    }
+}
 
 fn load(text: &str) -> Manifest {
     match load_str("test.yaml", text) {

@@ -5,12 +5,13 @@
 //! `List` (or a typed list such as `PodList`) whose items are loaded in turn.
 //!
 //! JSON, the form of large dumps, is read item by item (`json.rs`): each object straight from its
-//! text into the model, in parallel. Everything else takes the value path here: documents are
-//! read into JSON values, so that Lists can be unwrapped and kinds dispatched, then deserialised
-//! into k8s-openapi types (pods into the watch's cut-down type) with `serde_path_to_error`, then
-//! converted into the model. Every error names the file, the document, the list item, the object
-//! and the field, and both paths word it alike (the JSON path hands any item it cannot take as
-//! it is to this one).
+//! text into the model, in parallel. YAML is cut by line into documents and List items
+//! (`yaml.rs`), each parsed alone, in parallel, then handed to the value path. The value path:
+//! documents are read into JSON values, so that Lists can be unwrapped and kinds dispatched,
+//! then deserialised into k8s-openapi types (pods into the watch's cut-down type) with
+//! `serde_path_to_error`, then converted into the model. Every error names the file, the
+//! document, the list item, the object and the field, and every path words it alike (the
+//! item-by-item paths hand whatever they cannot take as it is to the whole-file value path).
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -30,6 +31,7 @@ use crate::sink::Kind;
 use crate::snapshot::Snapshot;
 
 mod json;
+mod yaml;
 
 /// The objects of one or more files.
 #[derive(Clone, Debug, Default)]
@@ -287,6 +289,27 @@ pub fn load_str(source: &str, text: &str) -> Result<Manifest, LoadError> {
     load_text(source, text, &|_| {})
 }
 
+/// [`load_str`] with every document read whole into a value tree first: the path that words
+/// every error, against which the item-by-item paths (JSON and YAML) are tested. Slow and large
+/// on big files; not for anything else.
+#[doc(hidden)]
+pub fn load_str_whole(source: &str, text: &str) -> Result<Manifest, LoadError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let documents = if json::looks_like_json(text) {
+        json::documents(source, text)?
+    } else {
+        yaml_documents(source, text)?
+    };
+    load_documents(source, documents)
+}
+
+/// The YAML item-by-item path alone: `None` where it declines to cut the text (which
+/// [`load_str`] then reads whole). For tests that must know which path ran.
+#[doc(hidden)]
+pub fn load_yaml_by_items(source: &str, text: &str) -> Result<Option<Manifest>, LoadError> {
+    yaml::load(source, text, &|_| {})
+}
+
 /// [`load_str`], telling `read` how far into `text` nothing will be read again.
 fn load_text(source: &str, text: &str, read: &dyn Fn(usize)) -> Result<Manifest, LoadError> {
     let whole = text;
@@ -299,8 +322,16 @@ fn load_text(source: &str, text: &str, read: &dyn Fn(usize)) -> Result<Manifest,
         }
         json::documents(source, text)?
     } else {
+        if let Some(manifest) = yaml::load(source, text, &read_of_text)? {
+            return Ok(manifest);
+        }
         yaml_documents(source, text)?
     };
+    load_documents(source, documents)
+}
+
+/// The objects of whole documents, read into value trees.
+fn load_documents(source: &str, documents: Vec<(usize, Value)>) -> Result<Manifest, LoadError> {
     let mut loader = Loader {
         file: source,
         out: Manifest::default(),
@@ -358,14 +389,20 @@ fn yaml_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, LoadErr
 struct DocumentStarts {
     /// (first line, document number), lines 1-based, in order.
     starts: Vec<(u64, usize)>,
+    /// The byte offset of each first line.
+    offsets: Vec<usize>,
 }
 
 impl DocumentStarts {
     fn new(text: &str) -> DocumentStarts {
         let mut starts = Vec::new();
+        let mut offsets = Vec::new();
         let mut count = 0;
         let mut in_document = false;
+        let mut offset = 0;
         for (i, line) in text.split('\n').enumerate() {
+            let line_offset = offset;
+            offset += line.len() + 1;
             let line = line.strip_suffix('\r').unwrap_or(line);
             let line_no = i as u64 + 1;
             let marker = |m: &str| {
@@ -376,6 +413,7 @@ impl DocumentStarts {
                 count += 1;
                 in_document = true;
                 starts.push((line_no, count));
+                offsets.push(line_offset);
             } else if marker("...") {
                 in_document = false;
             } else if !in_document {
@@ -386,10 +424,21 @@ impl DocumentStarts {
                     count += 1;
                     in_document = true;
                     starts.push((line_no, count));
+                    offsets.push(line_offset);
                 }
             }
         }
-        DocumentStarts { starts }
+        DocumentStarts { starts, offsets }
+    }
+
+    /// Each document's number and text, from its first line to the next document's.
+    fn documents<'a>(&self, text: &'a str) -> Vec<(usize, &'a str)> {
+        let ends = self.offsets.iter().skip(1).copied().chain([text.len()]);
+        self.starts
+            .iter()
+            .zip(self.offsets.iter().zip(ends))
+            .map(|(&(_, number), (&start, end))| (number, text.get(start..end).unwrap_or_default()))
+            .collect()
     }
 
     fn document_at(&self, line: u64) -> usize {

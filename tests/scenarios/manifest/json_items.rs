@@ -1,11 +1,12 @@
-//! The JSON fast path (items decoded straight into the model, in parallel) against the value path
-//! (every document read into a value tree first, which YAML always takes): one List, written as
-//! JSON and as YAML, must load the same objects, warnings, objects as given and first error. The
+//! The JSON fast path (items decoded straight into the model, in parallel) and the YAML item path
+//! (items cut by line, parsed alone) against the whole-file value path (every document read into
+//! a value tree first): one List, written as JSON and as YAML, must load the same objects,
+//! warnings, objects as given and first error. The
 //! objects are kube-controller-manager's own (`fixtures/upstream-1.36/cluster.json`), and each
 //! case below changes one item the way a hand-edited or odd dump does.
 
 use serde_json::{Value, json};
-use sliced::kube::manifest::{LoadError, Manifest, load_str};
+use sliced::kube::manifest::{LoadError, Manifest, load_str, load_str_whole};
 
 const CLUSTER: &str = include_str!("../../../fixtures/upstream-1.36/cluster.json");
 
@@ -25,39 +26,12 @@ fn both(document: &Value) -> (Result<Manifest, LoadError>, Result<Manifest, Load
     (load_str("f", &json), load_str("f", &yaml))
 }
 
+/// The JSON path and the YAML item path each load what the whole-file value path loads.
 fn assert_same(case: &str, document: &Value) {
-    match both(document) {
-        (Ok(fast), Ok(values)) => {
-            let (f, v) = (&fast.objects, &values.objects);
-            assert_eq!(f.services, v.services, "{case}: services");
-            assert_eq!(f.pods, v.pods, "{case}: pods");
-            assert_eq!(f.nodes, v.nodes, "{case}: nodes");
-            assert_eq!(f.namespaces, v.namespaces, "{case}: namespaces");
-            assert_eq!(f.endpoint_slices, v.endpoint_slices, "{case}: slices");
-            assert_eq!(f.endpoints, v.endpoints, "{case}: endpoints");
-            assert_eq!(fast.warnings, values.warnings, "{case}: warnings");
-            let mut keys: Vec<_> = fast.given.keys().collect();
-            keys.sort();
-            let mut value_keys: Vec<_> = values.given.keys().collect();
-            value_keys.sort();
-            assert_eq!(keys, value_keys, "{case}: objects as given");
-            for (key, given) in &fast.given {
-                assert_eq!(
-                    given.to_value().unwrap(),
-                    values.given[key].to_value().unwrap(),
-                    "{case}: {key:?} as given"
-                );
-            }
-        }
-        (Err(fast), Err(values)) => {
-            assert_eq!(fast.to_string(), values.to_string(), "{case}: error");
-        }
-        (fast, values) => panic!(
-            "{case}: the JSON path gave {:?}, the value path {:?}",
-            fast.map(|m| m.len()),
-            values.map(|m| m.len())
-        ),
-    }
+    let (json, yaml) = both(document);
+    let whole = || load_str_whole("f", &serde_saphyr::to_string(document).unwrap());
+    super::assert_alike(&format!("{case} (JSON)"), json, whole());
+    super::assert_alike(&format!("{case} (YAML)"), yaml, whole());
 }
 
 #[test]
