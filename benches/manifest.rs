@@ -1,8 +1,9 @@
 //! Loading a cluster dump, as `sliced reconcile -f` reads it: real-shaped pods (managedFields,
 //! probes, statuses: `fixtures/pods/deployment-pod.yaml`) in one `List`, as JSON (item by item,
-//! straight into the model, in parallel) and as YAML (a value tree first, then the model: the path
-//! JSON took before). Throughput is in pods; the whole process is timed by
-//! `perf/reconcile-whole.sh`.
+//! straight into the model, in parallel) and as YAML (cut into items by line, each parsed into a
+//! value tree in parallel, then the model), beside the whole-file value path both took before
+//! (`yaml_whole`), as the baseline in the same run. Throughput is in pods; the whole process is
+//! timed by `perf/reconcile-whole.sh`.
 
 #[path = "../tests/support/real_pods.rs"]
 mod real_pods;
@@ -12,7 +13,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
 
-use sliced::kube::manifest::load_str;
+use sliced::kube::manifest::{LoadError, Manifest, load_str, load_str_whole};
 
 // The binary's allocator, so that the bench measures what ships.
 #[global_allocator]
@@ -37,11 +38,18 @@ fn json_list(pods: usize) -> String {
     text
 }
 
-/// YAML is timed on fewer pods: it is read a hundred times slower, through a value tree.
+/// YAML is timed on fewer pods: it is read many times slower, through value trees.
 fn load(c: &mut Criterion) {
     let mut group = c.benchmark_group("manifest");
     group.sample_size(10);
-    for (format, pods) in [("json", 1_000), ("json", 10_000), ("yaml", 1_000)] {
+    type Load = fn(&str, &str) -> Result<Manifest, LoadError>;
+    let cases: [(&str, usize, Load); 4] = [
+        ("json", 1_000, load_str),
+        ("json", 10_000, load_str),
+        ("yaml", 1_000, load_str),
+        ("yaml_whole", 1_000, load_str_whole),
+    ];
+    for (format, pods, load) in cases {
         let json = json_list(pods);
         let text = match format {
             "json" => json,
@@ -53,7 +61,7 @@ fn load(c: &mut Criterion) {
         group.throughput(Throughput::Elements(pods as u64));
         let id = BenchmarkId::new(format!("load_real_pods/{format}"), pods);
         group.bench_with_input(id, &text, |b, text| {
-            b.iter(|| match load_str("bench", black_box(text)) {
+            b.iter(|| match load("bench", black_box(text)) {
                 Ok(m) => assert_eq!(m.objects.pods.len(), pods),
                 Err(e) => panic!("{e}"),
             })
