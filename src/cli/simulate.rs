@@ -396,7 +396,9 @@ fn slices_of(objects: &[Object]) -> Vec<&EndpointSlice> {
 /// The same endpoints per service and address type, with the same conditions, node and zone,
 /// whatever the slice layout: the two sides counted against each other.
 fn same_content(a: &[&EndpointSlice], b: &[&EndpointSlice]) -> bool {
-    let mut counts = std::collections::HashMap::new();
+    let endpoints = a.iter().map(|s| s.endpoints.len()).sum();
+    let mut counts =
+        std::collections::HashMap::with_capacity_and_hasher(endpoints, ahash::RandomState::new());
     for (slices, step) in [(a, 1i64), (b, -1)] {
         for s in slices {
             for e in &s.endpoints {
@@ -436,5 +438,74 @@ fn reconcile_options(args: &SimulateArgs) -> sliced::reconcile::Options {
     sliced::reconcile::Options {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
         prefer_same_traffic_distribution: args.traffic_distribution.prefer_same(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sliced::model::EndpointSlice;
+    use sliced::sim::{self, ClusterSpec};
+
+    use super::same_content;
+
+    fn slices() -> Vec<EndpointSlice> {
+        let spec = ClusterSpec {
+            seed: 3,
+            pods: 300,
+            services: 6,
+            namespaces: 2,
+            huge_services: 0,
+            max_service_pods: 80,
+            ..ClusterSpec::default()
+        };
+        let cluster = sim::generate(&spec);
+        let options = sliced::reconcile::Options {
+            max_endpoints_per_slice: 20,
+            ..sliced::reconcile::Options::default()
+        };
+        let result = sliced::snapshot::reconcile_snapshot(&cluster.snapshot, &options, 3);
+        result
+            .objects
+            .iter()
+            .filter_map(|o| o.as_slice())
+            .cloned()
+            .collect()
+    }
+
+    fn refs(slices: &[EndpointSlice]) -> Vec<&EndpointSlice> {
+        slices.iter().collect()
+    }
+
+    /// The oracle of `simulate` says "NO" when an endpoint is missing or differs, and "yes"
+    /// whatever the slice layout.
+    #[test]
+    fn the_final_check_sees_a_missing_or_changed_endpoint() {
+        let a = slices();
+        assert!(a.len() > 6, "services of several slices");
+        assert!(same_content(&refs(&a), &refs(&a)));
+
+        // Another layout: an endpoint moved to another slice of its service.
+        let mut moved = a.clone();
+        let (from, to) = (0..moved.len())
+            .flat_map(|i| (0..moved.len()).map(move |j| (i, j)))
+            .find(|&(i, j)| {
+                i != j
+                    && moved[i].service_name() == moved[j].service_name()
+                    && moved[i].address_type == moved[j].address_type
+                    && !moved[i].endpoints.is_empty()
+            })
+            .expect("a service of two slices");
+        let endpoint = moved[from].endpoints.remove(0);
+        moved[to].endpoints.push(endpoint);
+        assert!(same_content(&refs(&a), &refs(&moved)));
+
+        let mut missing = a.clone();
+        missing[from].endpoints.remove(0);
+        assert!(!same_content(&refs(&a), &refs(&missing)));
+
+        let mut changed = a.clone();
+        let ready = changed[from].endpoints[0].conditions.ready;
+        changed[from].endpoints[0].conditions.ready = Some(!ready.unwrap_or(true));
+        assert!(!same_content(&refs(&a), &refs(&changed)));
     }
 }
