@@ -16,5 +16,6 @@ mod snapshot_reference;
 mod fake_api_server;
 mod metrics;
 mod protobuf_pod;
+mod protobuf_slice;
 mod run_e2e;
 mod watched_pod;

@@ -408,3 +408,78 @@ pub fn bookmark_pod(resource_version: &str, annotations: BTreeMap<String, String
     };
     enveloped("v1", "Pod", pod.encode_to_vec())
 }
+
+/// The `discovery.v1.EndpointSlice` message of `slice`, every field carried over (the
+/// deprecated topology too), without the envelope.
+pub fn endpoint_slice_message(slice: &k8s_openapi::api::discovery::v1::EndpointSlice) -> Vec<u8> {
+    use k8s_pb::api::core::v1::ObjectReference;
+    use k8s_pb::api::discovery::v1 as pbd;
+    pbd::EndpointSlice {
+        metadata: Some(object_meta(&slice.metadata)),
+        address_type: Some(slice.address_type.clone()),
+        endpoints: slice
+            .endpoints
+            .iter()
+            .map(|e| pbd::Endpoint {
+                addresses: e.addresses.clone(),
+                conditions: e.conditions.as_ref().map(|c| pbd::EndpointConditions {
+                    ready: c.ready,
+                    serving: c.serving,
+                    terminating: c.terminating,
+                }),
+                hostname: e.hostname.clone(),
+                target_ref: e.target_ref.as_ref().map(|r| ObjectReference {
+                    kind: r.kind.clone(),
+                    namespace: r.namespace.clone(),
+                    name: r.name.clone(),
+                    uid: r.uid.clone(),
+                    api_version: r.api_version.clone(),
+                    resource_version: r.resource_version.clone(),
+                    field_path: r.field_path.clone(),
+                }),
+                deprecated_topology: e.deprecated_topology.clone().unwrap_or_default(),
+                node_name: e.node_name.clone(),
+                zone: e.zone.clone(),
+                hints: e.hints.as_ref().map(|h| pbd::EndpointHints {
+                    for_zones: h
+                        .for_zones
+                        .iter()
+                        .flatten()
+                        .map(|z| pbd::ForZone {
+                            name: Some(z.name.clone()),
+                        })
+                        .collect(),
+                    for_nodes: h
+                        .for_nodes
+                        .iter()
+                        .flatten()
+                        .map(|n| pbd::ForNode {
+                            name: Some(n.name.clone()),
+                        })
+                        .collect(),
+                }),
+            })
+            .collect(),
+        ports: slice
+            .ports
+            .iter()
+            .flatten()
+            .map(|p| pbd::EndpointPort {
+                name: p.name.clone(),
+                protocol: p.protocol.clone(),
+                port: p.port,
+                app_protocol: p.app_protocol.clone(),
+            })
+            .collect(),
+    }
+    .encode_to_vec()
+}
+
+/// The EndpointSlice as a GET or a watch event's object carries it.
+pub fn endpoint_slice_object(slice: &k8s_openapi::api::discovery::v1::EndpointSlice) -> Vec<u8> {
+    enveloped(
+        "discovery.k8s.io/v1",
+        "EndpointSlice",
+        endpoint_slice_message(slice),
+    )
+}

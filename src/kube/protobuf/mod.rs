@@ -1,10 +1,12 @@
 //! Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`), read in place: the
-//! envelope of objects and lists, watch events and their framing ([`envelope`]), and pods decoded
-//! straight into the fields the controllers read ([`pod`]), every other field passed over by its
+//! envelope of objects and lists, watch events and their framing ([`envelope`]), pods decoded
+//! straight into the fields the controllers read ([`pod`]), and EndpointSlices into k8s-openapi's
+//! type, the fields the conversion reads ([`slice`]); every other field is passed over by its
 //! length ([`wire`]). The field numbers are those of upstream's `generated.proto` files.
 
 pub mod envelope;
 pub mod pod;
+pub mod slice;
 pub mod wire;
 
 pub use envelope::{
@@ -12,3 +14,4 @@ pub use envelope::{
     status, unknown, watch_event,
 };
 pub use pod::{pod_fields, pod_object};
+pub use slice::{endpoint_slice, endpoint_slice_object};

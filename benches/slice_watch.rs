@@ -1,0 +1,80 @@
+//! An EndpointSlice watch event's object, as `sliced run` takes its own writes back: JSON decoded
+//! into k8s-openapi's type (what kube-rs does today) against protobuf decoded in place
+//! (`src/kube/protobuf/slice.rs`), each converted into the model by the same rules. The slice is
+//! shaped as sliced writes them: 100 endpoints with target references, nodes and zones, taken from
+//! the largest slice kube-controller-manager wrote in `fixtures/upstream-1.36/cluster.json`.
+
+#[path = "../tests/support/protobuf_pods.rs"]
+mod protobuf_pods;
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use k8s_openapi::api::discovery::v1 as discovery;
+use serde_json::Value;
+
+use sliced::kube::convert::endpoint_slice_from_k8s;
+use sliced::kube::protobuf;
+
+// The binary's allocator, so that the bench measures what ships.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const CLUSTER: &str = include_str!("../fixtures/upstream-1.36/cluster.json");
+
+/// The largest upstream slice, its endpoints repeated to 100 with their own addresses and pods.
+fn slice() -> discovery::EndpointSlice {
+    let list: Value = serde_json::from_str(CLUSTER).unwrap_or_default();
+    let mut slice: discovery::EndpointSlice = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["kind"] == "EndpointSlice" && i["addressType"] == "IPv4")
+        .filter_map(|i| serde_json::from_value(i.clone()).ok())
+        .max_by_key(|s: &discovery::EndpointSlice| s.endpoints.len())
+        .unwrap_or_default();
+    let template = slice.endpoints.first().cloned().unwrap_or_default();
+    slice.endpoints = (0..100)
+        .map(|i| {
+            let mut e = template.clone();
+            e.addresses = vec![format!("10.1.{}.{}", i / 250, i % 250 + 1)];
+            if let Some(r) = e.target_ref.as_mut() {
+                r.name = Some(format!("web-7d4b9c8f6d-{i:05}"));
+                r.uid = Some(format!("6d1f0c1e-0000-4000-8000-{i:012}"));
+            }
+            e
+        })
+        .collect();
+    slice
+}
+
+fn slice_event(c: &mut Criterion) {
+    let slice = slice();
+    assert_eq!(slice.endpoints.len(), 100);
+    let json = serde_json::to_vec(&slice).unwrap_or_default();
+    let pb = protobuf_pods::endpoint_slice_object(&slice);
+    let mut group = c.benchmark_group("slice_event");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("json_100_endpoints", |b| {
+        b.iter(|| {
+            let decoded: discovery::EndpointSlice =
+                serde_json::from_slice(black_box(&json)).expect("the slice's own JSON");
+            endpoint_slice_from_k8s(&decoded).expect("converts")
+        })
+    });
+    group.bench_function("protobuf_100_endpoints", |b| {
+        b.iter(|| {
+            let decoded = protobuf::endpoint_slice_object(black_box(&pb)).expect("decodes");
+            endpoint_slice_from_k8s(&decoded).expect("converts")
+        })
+    });
+    group.finish();
+    println!(
+        "slice of 100 endpoints: {} bytes as JSON, {} as protobuf",
+        json.len(),
+        pb.len()
+    );
+}
+
+criterion_group!(benches, slice_event);
+criterion_main!(benches);
