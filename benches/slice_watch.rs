@@ -1,8 +1,9 @@
-//! An EndpointSlice watch event's object, as `sliced run` takes its own writes back: JSON decoded
-//! into k8s-openapi's type (what kube-rs does today) against protobuf decoded in place
-//! (`src/kube/protobuf/slice.rs`), each converted into the model by the same rules. The slice is
+//! An EndpointSlice or Endpoints watch event's object, as `sliced run` takes its own writes back:
+//! JSON decoded into k8s-openapi's type (what kube-rs does today) against protobuf decoded in
+//! place (`src/kube/protobuf/`), each converted into the model by the same rules. The slice is
 //! shaped as sliced writes them: 100 endpoints with target references, nodes and zones, taken from
-//! the largest slice kube-controller-manager wrote in `fixtures/upstream-1.36/cluster.json`.
+//! the largest slice kube-controller-manager wrote in `fixtures/upstream-1.36/cluster.json`; the
+//! Endpoints object is the largest one there.
 
 #[path = "../tests/support/protobuf_pods.rs"]
 mod protobuf_pods;
@@ -10,10 +11,11 @@ mod protobuf_pods;
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use serde_json::Value;
 
-use sliced::kube::convert::endpoint_slice_from_k8s;
+use sliced::kube::convert::{endpoint_slice_from_k8s, endpoints_from_k8s};
 use sliced::kube::protobuf;
 
 // The binary's allocator, so that the bench measures what ships.
@@ -76,5 +78,46 @@ fn slice_event(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, slice_event);
+fn endpoints_event(c: &mut Criterion) {
+    let list: Value = serde_json::from_str(CLUSTER).unwrap_or_default();
+    let endpoints: core::Endpoints = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["kind"] == "Endpoints")
+        .filter_map(|i| serde_json::from_value(i.clone()).ok())
+        .max_by_key(|e: &core::Endpoints| serde_json::to_vec(e).map_or(0, |v| v.len()))
+        .unwrap_or_default();
+    let addresses: usize = endpoints
+        .subsets
+        .iter()
+        .flatten()
+        .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
+        .sum();
+    let json = serde_json::to_vec(&endpoints).unwrap_or_default();
+    let pb = protobuf_pods::endpoints_object(&endpoints);
+    let mut group = c.benchmark_group("endpoints_event");
+    group.throughput(Throughput::Elements(1));
+    group.bench_function("json_largest_upstream", |b| {
+        b.iter(|| {
+            let decoded: core::Endpoints =
+                serde_json::from_slice(black_box(&json)).expect("the object's own JSON");
+            endpoints_from_k8s(&decoded).expect("converts")
+        })
+    });
+    group.bench_function("protobuf_largest_upstream", |b| {
+        b.iter(|| {
+            let decoded = protobuf::endpoints_object(black_box(&pb)).expect("decodes");
+            endpoints_from_k8s(&decoded).expect("converts")
+        })
+    });
+    group.finish();
+    println!(
+        "Endpoints of {addresses} ready addresses: {} bytes as JSON, {} as protobuf",
+        json.len(),
+        pb.len()
+    );
+}
+
+criterion_group!(benches, slice_event, endpoints_event);
 criterion_main!(benches);

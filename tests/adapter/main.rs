@@ -15,6 +15,7 @@ mod snapshot_reference;
 
 mod fake_api_server;
 mod metrics;
+mod protobuf_endpoints;
 mod protobuf_pod;
 mod protobuf_slice;
 mod run_e2e;

@@ -483,3 +483,55 @@ pub fn endpoint_slice_object(slice: &k8s_openapi::api::discovery::v1::EndpointSl
         endpoint_slice_message(slice),
     )
 }
+
+/// The `core.v1.Endpoints` message of `endpoints`, without the envelope.
+pub fn endpoints_message(endpoints: &core::Endpoints) -> Vec<u8> {
+    let address = |a: &core::EndpointAddress| pb::EndpointAddress {
+        ip: Some(a.ip.clone()),
+        hostname: a.hostname.clone(),
+        node_name: a.node_name.clone(),
+        target_ref: a.target_ref.as_ref().map(|r| pb::ObjectReference {
+            kind: r.kind.clone(),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            uid: r.uid.clone(),
+            api_version: r.api_version.clone(),
+            resource_version: r.resource_version.clone(),
+            field_path: r.field_path.clone(),
+        }),
+    };
+    pb::Endpoints {
+        metadata: Some(object_meta(&endpoints.metadata)),
+        subsets: endpoints
+            .subsets
+            .iter()
+            .flatten()
+            .map(|s| pb::EndpointSubset {
+                addresses: s.addresses.iter().flatten().map(address).collect(),
+                not_ready_addresses: s
+                    .not_ready_addresses
+                    .iter()
+                    .flatten()
+                    .map(address)
+                    .collect(),
+                ports: s
+                    .ports
+                    .iter()
+                    .flatten()
+                    .map(|p| pb::EndpointPort {
+                        name: p.name.clone(),
+                        port: Some(p.port),
+                        protocol: p.protocol.clone(),
+                        app_protocol: p.app_protocol.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+    .encode_to_vec()
+}
+
+/// The Endpoints object as a GET or a watch event's object carries it.
+pub fn endpoints_object(endpoints: &core::Endpoints) -> Vec<u8> {
+    enveloped("v1", "Endpoints", endpoints_message(endpoints))
+}
