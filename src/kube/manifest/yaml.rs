@@ -3,10 +3,12 @@
 //! piece is parsed on every core and handed to the value path of `mod.rs` in order. Read whole,
 //! the parser holds every item's value tree at once (about 40 KB a pod) on one core.
 //!
-//! The cut is checked, not trusted: every piece must parse on its own into exactly what the whole
-//! parse would give. Anything the cut cannot take as it is (anchors and aliases, directives, an
-//! odd `items` block, a piece that does not parse) sends the whole file down the whole-file path,
-//! so that its objects, warnings and errors are those the whole parse gives.
+//! The cut is made only at lines where YAML allows nothing but a new document or a new entry of
+//! the top-level `items` sequence, and only where no piece can depend on another (no anchors,
+//! aliases or directives). A cut inside a quoted or flow value leaves a piece that does not parse,
+//! and any piece that does not parse, or an odd `items` block, sends the whole file down the
+//! whole-file path, so that its objects, warnings and errors are those the whole parse gives
+//! (`tests/scenarios/manifest/yaml_items.rs` compares the two).
 
 use std::borrow::Cow;
 
