@@ -4,22 +4,13 @@
 
 use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Endpoints};
 
-use super::envelope::{ProtobufError, unknown};
-use super::meta::{fixed, object_meta, object_reference, string};
+use super::meta::{fixed, object_meta, object_of_kind, object_reference, string};
 use super::wire::{Fields, WireError};
 use crate::kube::convert::ConvertError;
 
 /// The enveloped Endpoints object in `bytes` (a watch event's object, a GET's body).
 pub fn endpoints_object(bytes: &[u8]) -> Result<Endpoints, ConvertError> {
-    let object = unknown(bytes).map_err(|e| ConvertError::new("", e.to_string()))?;
-    if object.kind != "Endpoints" {
-        let e = ProtobufError::Kind {
-            expected: "Endpoints",
-            found: object.kind.to_string(),
-        };
-        return Err(ConvertError::new("kind", e.to_string()));
-    }
-    endpoints(object.raw)
+    endpoints(object_of_kind(bytes, "Endpoints")?)
 }
 
 /// A `core.v1.Endpoints` message: metadata 1, subsets 2.

@@ -7,11 +7,30 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 
+use super::envelope::{ProtobufError, unknown};
 use super::wire::{Fields, Value, WireError};
 use crate::kube::convert::ConvertError;
+use crate::model::Timestamp;
 
 pub(super) fn fixed(path: &'static str) -> impl Fn(WireError) -> ConvertError {
     move |e| ConvertError::new(path, format!("malformed protobuf: {e}"))
+}
+
+/// The message of the enveloped object in `bytes` (a watch event's object, a GET's body), which
+/// must be of `kind`.
+pub(super) fn object_of_kind<'a>(
+    bytes: &'a [u8],
+    kind: &'static str,
+) -> Result<&'a [u8], ConvertError> {
+    let object = unknown(bytes).map_err(|e| ConvertError::new("", e.to_string()))?;
+    if object.kind != kind {
+        let e = ProtobufError::Kind {
+            expected: kind,
+            found: object.kind.to_string(),
+        };
+        return Err(ConvertError::new("kind", e.to_string()));
+    }
+    Ok(object.raw)
 }
 
 pub(super) fn string(value: Value<'_>, n: u32) -> Result<String, WireError> {
@@ -64,9 +83,13 @@ fn entry(value: Value<'_>, n: u32, map: &mut BTreeMap<String, String>) -> Result
     Ok(())
 }
 
-/// A `meta.v1.Time`: seconds 1 (upstream writes no nanoseconds). An empty message is the zero
-/// time, which JSON writes as null.
-fn time(value: Value<'_>, n: u32, path: &'static str) -> Result<Option<Time>, ConvertError> {
+/// A `meta.v1.Time`: seconds 1 (nanos 2 are not read: upstream writes none, and JSON carries
+/// whole seconds). An empty message is the zero time, which JSON writes as null.
+pub(super) fn timestamp(
+    value: Value<'_>,
+    n: u32,
+    path: &'static str,
+) -> Result<Option<Timestamp>, ConvertError> {
     let e = fixed(path);
     let bytes = value.bytes(n).map_err(&e)?;
     if bytes.is_empty() {
@@ -79,9 +102,13 @@ fn time(value: Value<'_>, n: u32, path: &'static str) -> Result<Option<Time>, Co
             seconds = value.int64(n).map_err(&e)?;
         }
     }
-    jiff::Timestamp::from_second(seconds)
-        .map(|t| Some(Time(t)))
+    Timestamp::from_second(seconds)
+        .map(Some)
         .map_err(|_| ConvertError::new(path, format!("{seconds} seconds is not a valid time")))
+}
+
+fn time(value: Value<'_>, n: u32, path: &'static str) -> Result<Option<Time>, ConvertError> {
+    Ok(timestamp(value, n, path)?.map(Time))
 }
 
 /// A `meta.v1.OwnerReference`: kind 1, name 3, uid 4, apiVersion 5, controller 6,

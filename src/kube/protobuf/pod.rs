@@ -3,31 +3,18 @@
 //! PodCondition, PodIP); everything else, managedFields and annotations among it, is passed over
 //! by its length. Strings are borrowed from the buffer, not copied.
 
-use super::envelope::{ProtobufError, unknown};
+use super::meta::{fixed, object_of_kind, timestamp};
 use super::wire::{Fields, Value, WireError};
 use crate::kube::convert::{ContainerFields, ConvertError, PodFields, PortFields, ReadyCondition};
-use crate::model::Timestamp;
 
 /// `path` is formatted only on failure.
 fn at(path: impl FnOnce() -> String) -> impl FnOnce(WireError) -> ConvertError {
     move |e| ConvertError::new(path(), format!("malformed protobuf: {e}"))
 }
 
-fn fixed(path: &'static str) -> impl Fn(WireError) -> ConvertError {
-    move |e| ConvertError::new(path, format!("malformed protobuf: {e}"))
-}
-
 /// The enveloped pod in `bytes` (a watch event's object, a GET's body).
 pub fn pod_object(bytes: &[u8]) -> Result<PodFields<'_>, ConvertError> {
-    let object = unknown(bytes).map_err(|e| ConvertError::new("", e.to_string()))?;
-    if object.kind != "Pod" {
-        let e = ProtobufError::Kind {
-            expected: "Pod",
-            found: object.kind.to_string(),
-        };
-        return Err(ConvertError::new("kind", e.to_string()));
-    }
-    pod_fields(object.raw)
+    pod_fields(object_of_kind(bytes, "Pod")?)
 }
 
 /// A `core.v1.Pod` message (a list's item, or an envelope's raw bytes).
@@ -57,8 +44,8 @@ fn object_meta<'a>(bytes: &'a [u8], out: &mut PodFields<'a>) -> Result<(), Conve
             6 => {
                 out.resource_version = value.str(n).map_err(fixed("metadata.resourceVersion"))?;
             }
-            8 => out.creation_timestamp = time(value, n, "metadata.creationTimestamp")?,
-            9 => out.deletion_timestamp = time(value, n, "metadata.deletionTimestamp")?,
+            8 => out.creation_timestamp = timestamp(value, n, "metadata.creationTimestamp")?,
+            9 => out.deletion_timestamp = timestamp(value, n, "metadata.deletionTimestamp")?,
             11 => out.labels.push(map_entry(value, n, "metadata.labels")?),
             _ => {}
         }
@@ -83,26 +70,6 @@ fn map_entry<'a>(
         }
     }
     Ok((key, val))
-}
-
-/// A `meta.v1.Time`: seconds 1 (nanos 2 are not read: upstream writes none, and JSON carries
-/// whole seconds). An empty message is the zero time, which JSON writes as null.
-fn time(value: Value<'_>, n: u32, path: &'static str) -> Result<Option<Timestamp>, ConvertError> {
-    let e = fixed(path);
-    let bytes = value.bytes(n).map_err(&e)?;
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    let mut seconds = 0i64;
-    for field in Fields::new(bytes) {
-        let (n, value) = field.map_err(&e)?;
-        if n == 1 {
-            seconds = value.int64(n).map_err(&e)?;
-        }
-    }
-    Timestamp::from_second(seconds)
-        .map(Some)
-        .map_err(|_| ConvertError::new(path, format!("{seconds} seconds is not a valid time")))
 }
 
 fn pod_spec<'a>(bytes: &'a [u8], out: &mut PodFields<'a>) -> Result<(), ConvertError> {
@@ -229,7 +196,7 @@ fn ready_condition<'a>(
         return Ok(None);
     }
     let last_transition_time = match transition {
-        Some(value) => time(value, 4, "status.conditions.lastTransitionTime")?,
+        Some(value) => timestamp(value, 4, "status.conditions.lastTransitionTime")?,
         None => None,
     };
     Ok(Some(ReadyCondition {

@@ -8,22 +8,13 @@ use k8s_openapi::api::discovery::v1::{
     Endpoint, EndpointConditions, EndpointHints, EndpointPort, EndpointSlice, ForNode, ForZone,
 };
 
-use super::envelope::{ProtobufError, unknown};
-use super::meta::{fixed, object_meta, object_reference, string};
+use super::meta::{fixed, object_meta, object_of_kind, object_reference, string};
 use super::wire::{Fields, WireError};
 use crate::kube::convert::ConvertError;
 
 /// The enveloped EndpointSlice in `bytes` (a watch event's object, a GET's body).
 pub fn endpoint_slice_object(bytes: &[u8]) -> Result<EndpointSlice, ConvertError> {
-    let object = unknown(bytes).map_err(|e| ConvertError::new("", e.to_string()))?;
-    if object.kind != "EndpointSlice" {
-        let e = ProtobufError::Kind {
-            expected: "EndpointSlice",
-            found: object.kind.to_string(),
-        };
-        return Err(ConvertError::new("kind", e.to_string()));
-    }
-    endpoint_slice(object.raw)
+    endpoint_slice(object_of_kind(bytes, "EndpointSlice")?)
 }
 
 /// A `discovery.v1.EndpointSlice` message: metadata 1, endpoints 2, ports 3, addressType 4.
