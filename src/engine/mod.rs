@@ -449,15 +449,19 @@ impl Engine {
         self.began_syncing.load(Ordering::Relaxed)
     }
 
-    /// Marks that a batch is about to read the index; see [`Engine::note_pod_changes`].
+    /// Marks that a batch is about to read the index (every plan calls it); see
+    /// [`Engine::note_pod_changes`]. Only the first batch needs the fence: the flag never clears,
+    /// and a change that races a later batch finds it set.
     pub(super) fn begin_batch(&self) {
+        if self.began_syncing.load(Ordering::Relaxed) {
+            return;
+        }
         self.began_syncing.store(true, Ordering::Relaxed);
         fence(Ordering::SeqCst);
     }
 
     /// What each running controller does once before a batch.
     fn before_batch(&self) {
-        self.begin_batch();
         for controller in self.running() {
             controller.before_batch(&self.index);
         }
