@@ -13,6 +13,7 @@ mod run_harness;
 #[path = "../support/snapshot_reference.rs"]
 mod snapshot_reference;
 
+mod damaged;
 mod fake_api_server;
 mod metrics;
 mod protobuf_endpoints;

@@ -14,6 +14,47 @@ mod json_items;
 mod malformed;
 mod yaml_items;
 
+/// The objects kube-controller-manager 1.36 wrote and read (`fixtures/upstream-1.36/cluster.json`).
+pub(crate) fn upstream_items() -> Vec<serde_json::Value> {
+    const CLUSTER: &str = include_str!("../../fixtures/upstream-1.36/cluster.json");
+    let list: serde_json::Value = serde_json::from_str(CLUSTER).unwrap();
+    list["items"].as_array().unwrap().clone()
+}
+
+/// A List of `copies` copies of the upstream objects, each copy's namespaced ones in a namespace
+/// of their own: a large file of real objects.
+pub(crate) fn upstream_copies(copies: usize) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = (0..copies)
+        .flat_map(|n| {
+            upstream_items().into_iter().map(move |mut item| {
+                if item["metadata"]["namespace"].is_string() {
+                    item["metadata"]["namespace"] = format!("copy-{n}").into();
+                }
+                item
+            })
+        })
+        .collect();
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items})
+}
+
+/// Loads `text` written to a file (mapped, its pages let go behind the decoding once past
+/// 16 MB), and checks it loads what `from_text` (the same text, loaded from memory) holds.
+pub(crate) fn assert_file_loads_as_text(text: &str, extension: &str, from_text: &Manifest) {
+    assert!(text.len() > 20 << 20, "{} bytes", text.len());
+    let path =
+        std::env::temp_dir().join(format!("sliced-large-{}.{extension}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let from_file = sliced::kube::manifest::load_file(&path);
+    let _ = std::fs::remove_file(&path);
+    let from_file = from_file.unwrap();
+    assert_eq!(from_file.objects.pods, from_text.objects.pods);
+    assert_eq!(
+        from_file.objects.endpoint_slices,
+        from_text.objects.endpoint_slices
+    );
+    assert_eq!(from_file.given.len(), from_text.given.len());
+}
+
 /// `a` and `b` load the same objects, warnings and objects as given, or fail with the same words.
 pub(crate) fn assert_alike(
     case: &str,

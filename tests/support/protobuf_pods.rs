@@ -409,10 +409,21 @@ pub fn bookmark_pod(resource_version: &str, annotations: BTreeMap<String, String
     enveloped("v1", "Pod", pod.encode_to_vec())
 }
 
+fn object_reference(r: &core::ObjectReference) -> pb::ObjectReference {
+    pb::ObjectReference {
+        kind: r.kind.clone(),
+        namespace: r.namespace.clone(),
+        name: r.name.clone(),
+        uid: r.uid.clone(),
+        api_version: r.api_version.clone(),
+        resource_version: r.resource_version.clone(),
+        field_path: r.field_path.clone(),
+    }
+}
+
 /// The `discovery.v1.EndpointSlice` message of `slice`, every field carried over (the
 /// deprecated topology too), without the envelope.
 pub fn endpoint_slice_message(slice: &k8s_openapi::api::discovery::v1::EndpointSlice) -> Vec<u8> {
-    use k8s_pb::api::core::v1::ObjectReference;
     use k8s_pb::api::discovery::v1 as pbd;
     pbd::EndpointSlice {
         metadata: Some(object_meta(&slice.metadata)),
@@ -428,15 +439,7 @@ pub fn endpoint_slice_message(slice: &k8s_openapi::api::discovery::v1::EndpointS
                     terminating: c.terminating,
                 }),
                 hostname: e.hostname.clone(),
-                target_ref: e.target_ref.as_ref().map(|r| ObjectReference {
-                    kind: r.kind.clone(),
-                    namespace: r.namespace.clone(),
-                    name: r.name.clone(),
-                    uid: r.uid.clone(),
-                    api_version: r.api_version.clone(),
-                    resource_version: r.resource_version.clone(),
-                    field_path: r.field_path.clone(),
-                }),
+                target_ref: e.target_ref.as_ref().map(object_reference),
                 deprecated_topology: e.deprecated_topology.clone().unwrap_or_default(),
                 node_name: e.node_name.clone(),
                 zone: e.zone.clone(),
@@ -490,15 +493,7 @@ pub fn endpoints_message(endpoints: &core::Endpoints) -> Vec<u8> {
         ip: Some(a.ip.clone()),
         hostname: a.hostname.clone(),
         node_name: a.node_name.clone(),
-        target_ref: a.target_ref.as_ref().map(|r| pb::ObjectReference {
-            kind: r.kind.clone(),
-            namespace: r.namespace.clone(),
-            name: r.name.clone(),
-            uid: r.uid.clone(),
-            api_version: r.api_version.clone(),
-            resource_version: r.resource_version.clone(),
-            field_path: r.field_path.clone(),
-        }),
+        target_ref: a.target_ref.as_ref().map(object_reference),
     };
     pb::Endpoints {
         metadata: Some(object_meta(&endpoints.metadata)),

@@ -8,18 +8,13 @@
 use serde_json::{Value, json};
 use sliced::kube::manifest::{LoadError, Manifest, load_str, load_str_whole};
 
-const CLUSTER: &str = include_str!("../../../fixtures/upstream-1.36/cluster.json");
-
-fn items() -> Vec<Value> {
-    let list: Value = serde_json::from_str(CLUSTER).unwrap();
-    list["items"].as_array().unwrap().clone()
-}
+use super::upstream_items as items;
 
 fn list(items: &[Value]) -> Value {
     json!({"apiVersion": "v1", "kind": "List", "items": items})
 }
 
-/// Loads `document` as JSON (the fast path) and as YAML (the value path).
+/// Loads `document` as JSON (the JSON path) and as YAML (the YAML item path).
 fn both(document: &Value) -> (Result<Manifest, LoadError>, Result<Manifest, LoadError>) {
     let json = serde_json::to_string_pretty(document).unwrap();
     let yaml = serde_saphyr::to_string(document).unwrap();
@@ -171,28 +166,8 @@ fn several_documents_load_alike() {
 /// more items than one parallel chunk) loads what its text loads.
 #[test]
 fn a_large_mapped_file_loads_as_its_text() {
-    let items: Vec<Value> = (0..15)
-        .flat_map(|n| {
-            items().into_iter().map(move |mut item| {
-                if item["metadata"]["namespace"].is_string() {
-                    item["metadata"]["namespace"] = json!(format!("copy-{n}"));
-                }
-                item
-            })
-        })
-        .collect();
-    let text = serde_json::to_string_pretty(&list(&items)).unwrap();
-    assert!(text.len() > 20 << 20, "{} bytes", text.len());
-    let path = std::env::temp_dir().join(format!("sliced-large-{}.json", std::process::id()));
-    std::fs::write(&path, &text).unwrap();
-    let from_file = sliced::kube::manifest::load_file(&path);
-    let _ = std::fs::remove_file(&path);
-    let (from_file, from_text) = (from_file.unwrap(), load_str("f", &text).unwrap());
-    assert_eq!(from_file.objects.pods.len(), 15 * 1083);
-    assert_eq!(from_file.objects.pods, from_text.objects.pods);
-    assert_eq!(
-        from_file.objects.endpoint_slices,
-        from_text.objects.endpoint_slices
-    );
-    assert_eq!(from_file.given.len(), from_text.given.len());
+    let text = serde_json::to_string_pretty(&super::upstream_copies(15)).unwrap();
+    let from_text = load_str("f", &text).unwrap();
+    assert_eq!(from_text.objects.pods.len(), 15 * 1083);
+    super::assert_file_loads_as_text(&text, "json", &from_text);
 }
