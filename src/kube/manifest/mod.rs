@@ -294,13 +294,7 @@ pub fn load_str(source: &str, text: &str) -> Result<Manifest, LoadError> {
 /// on big files; not for anything else.
 #[doc(hidden)]
 pub fn load_str_whole(source: &str, text: &str) -> Result<Manifest, LoadError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let documents = if json::looks_like_json(text) {
-        json::documents(source, text)?
-    } else {
-        yaml_documents(source, text)?
-    };
-    load_documents(source, documents)
+    load_whole(source, text.strip_prefix('\u{feff}').unwrap_or(text))
 }
 
 /// The YAML item-by-item path alone: `None` where it declines to cut the text (which
@@ -316,15 +310,22 @@ fn load_text(source: &str, text: &str, read: &dyn Fn(usize)) -> Result<Manifest,
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let offset = whole.len() - text.len();
     let read_of_text = |n: usize| read(offset + n);
+    let by_items = if json::looks_like_json(text) {
+        json::load(source, text, &read_of_text)?
+    } else {
+        yaml::load(source, text, &read_of_text)?
+    };
+    match by_items {
+        Some(manifest) => Ok(manifest),
+        None => load_whole(source, text),
+    }
+}
+
+/// Every document of `text` read whole into a value tree, then its objects.
+fn load_whole(source: &str, text: &str) -> Result<Manifest, LoadError> {
     let documents = if json::looks_like_json(text) {
-        if let Some(manifest) = json::load(source, text, &read_of_text)? {
-            return Ok(manifest);
-        }
         json::documents(source, text)?
     } else {
-        if let Some(manifest) = yaml::load(source, text, &read_of_text)? {
-            return Ok(manifest);
-        }
         yaml_documents(source, text)?
     };
     load_documents(source, documents)
