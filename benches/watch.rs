@@ -26,7 +26,7 @@
 
 #[path = "../tests/support/fake_api/mod.rs"]
 mod fake_api;
-use fake_api::protobuf_pods;
+use fake_api::protobuf_objects;
 #[path = "../tests/support/real_pods.rs"]
 mod real_pods;
 #[path = "../tests/support/run_harness.rs"]
@@ -143,7 +143,8 @@ fn protobuf_events() -> Vec<Vec<u8>> {
     event_pods()
         .iter()
         .map(|pod| {
-            let frame = protobuf_pods::watch_frame("MODIFIED", protobuf_pods::pod_object(pod));
+            let frame =
+                protobuf_objects::watch_frame("MODIFIED", protobuf_objects::pod_object(pod));
             frame[4..].to_vec()
         })
         .collect()

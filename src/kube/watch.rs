@@ -15,20 +15,17 @@ use crossbeam_channel::Sender;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use k8s_openapi::api::core::v1 as core;
-use k8s_openapi::api::discovery::v1 as discovery;
 use kube::api::{ListParams, ObjectList, WatchEvent, WatchParams};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::convert::{
-    ConvertError, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s, service_from_k8s,
-};
-use super::pod_source::{DecodedPod, PodSource};
+use super::convert::{ConvertError, service_from_k8s};
+use super::protobuf_source::{Decoded, ProtobufSource};
 use crate::change::{Change, ChangeKind};
 use crate::controllers::Controllers;
 use crate::metrics::PlainCounter;
-use crate::model::Name;
+use crate::model::{EndpointSlice, Endpoints, Name, Node, Pod};
 
 /// What the watches tell the engine's thread, in the order each watch saw it.
 #[derive(Debug)]
@@ -128,7 +125,7 @@ pub fn watched_kinds(controllers: Controllers) -> Vec<ChangeKind> {
 }
 
 /// Where a watch lists and watches from: kube-rs's typed API (JSON), or the pod watch's own
-/// requests (`pod_source.rs`: protobuf when the server offers it).
+/// requests (`protobuf_source.rs`: protobuf when the server offers it).
 pub trait Source<K: Clone>: Send + Sync {
     fn list(
         &self,
@@ -182,31 +179,32 @@ pub fn spawn(
             feed,
             |s| service_from_k8s(s).map(Change::Service),
         )),
-        // Asked for as protobuf and decoded into the fields the controllers read: pods are most
-        // of a cluster's bytes.
-        ChangeKind::Pod => tokio::spawn(watch::<DecodedPod, _>(
-            PodSource::new(client),
+        // The rest are asked for as protobuf, as client-go's controllers ask, and converted as
+        // they are decoded: pods are most of a cluster's bytes, and the slices and Endpoints
+        // watched are mostly sliced's own writes coming back.
+        ChangeKind::Pod => tokio::spawn(watch::<Decoded<Pod>, _>(
+            ProtobufSource::new(client),
             page_size,
             feed,
             |p| p.take().map(Change::Pod),
         )),
-        ChangeKind::Node => tokio::spawn(watch::<core::Node, _>(
-            Api::<core::Node>::all(client),
+        ChangeKind::Node => tokio::spawn(watch::<Decoded<Node>, _>(
+            ProtobufSource::new(client),
             page_size,
             feed,
-            |n| node_from_k8s(n).map(Change::Node),
+            |n| n.take().map(Change::Node),
         )),
-        ChangeKind::EndpointSlice => tokio::spawn(watch::<discovery::EndpointSlice, _>(
-            Api::<discovery::EndpointSlice>::all(client),
+        ChangeKind::EndpointSlice => tokio::spawn(watch::<Decoded<EndpointSlice>, _>(
+            ProtobufSource::new(client),
             page_size,
             feed,
-            |s| endpoint_slice_from_k8s(s).map(|s| Change::EndpointSlice(Arc::new(s))),
+            |s| s.take().map(|s| Change::EndpointSlice(Arc::new(s))),
         )),
-        ChangeKind::Endpoints => tokio::spawn(watch::<core::Endpoints, _>(
-            Api::<core::Endpoints>::all(client),
+        ChangeKind::Endpoints => tokio::spawn(watch::<Decoded<Endpoints>, _>(
+            ProtobufSource::new(client),
             page_size,
             feed,
-            |e| endpoints_from_k8s(e).map(|e| Change::Endpoints(Arc::new(e))),
+            |e| e.take().map(|e| Change::Endpoints(Arc::new(e))),
         )),
         // Nothing the engine does depends on namespaces: the API server refuses creates in a
         // terminating one, and the sink reports it.

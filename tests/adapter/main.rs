@@ -5,7 +5,7 @@
 
 #[path = "../support/fake_api/mod.rs"]
 mod fake_api;
-use fake_api::protobuf_pods;
+use fake_api::protobuf_objects;
 #[path = "../support/real_pods.rs"]
 mod real_pods;
 #[path = "../support/run_harness.rs"]
@@ -17,6 +17,7 @@ mod damaged;
 mod fake_api_server;
 mod metrics;
 mod protobuf_endpoints;
+mod protobuf_node;
 mod protobuf_pod;
 mod protobuf_slice;
 mod run_e2e;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use sliced::kube::convert::endpoints_from_k8s;
 use sliced::kube::protobuf;
 
-use crate::protobuf_pods;
+use crate::protobuf_objects;
 
 const CLUSTER: &str = include_str!("../../fixtures/upstream-1.36/cluster.json");
 
@@ -35,7 +35,7 @@ fn assert_same_conversion(endpoints: &core::Endpoints, case: &str) {
     {
         *time = jiff::Timestamp::from_second(time.as_second()).unwrap_or(*time);
     }
-    let bytes = protobuf_pods::endpoints_object(endpoints);
+    let bytes = protobuf_objects::endpoints_object(endpoints);
     let decoded = protobuf::endpoints_object(&bytes).and_then(|e| endpoints_from_k8s(&e));
     assert_eq!(decoded, endpoints_from_k8s(&whole), "{case}");
 }
@@ -113,13 +113,13 @@ fn malformed_bytes_are_errors_not_panics() {
         .iter()
         .max_by_key(|e| serde_json::to_string(e).unwrap().len())
         .unwrap();
-    let bytes = protobuf_pods::endpoints_object(endpoints);
+    let bytes = protobuf_objects::endpoints_object(endpoints);
     assert!(protobuf::endpoints_object(&bytes).is_ok());
     // Cut short or a byte flipped: an error or an object, never a panic, decoding or converting.
     crate::damaged::each_damaged(&bytes, |damaged| {
         let _ = protobuf::endpoints_object(damaged).and_then(|e| endpoints_from_k8s(&e));
     });
-    let slice = protobuf_pods::enveloped("discovery.k8s.io/v1", "EndpointSlice", Vec::new());
+    let slice = protobuf_objects::enveloped("discovery.k8s.io/v1", "EndpointSlice", Vec::new());
     let e = protobuf::endpoints_object(&slice).unwrap_err();
     assert!(e.to_string().contains("Endpoints"), "{e}");
 }

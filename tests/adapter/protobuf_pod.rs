@@ -9,12 +9,12 @@ use serde_json::json;
 use sliced::kube::convert::{pod_from_fields, pod_from_k8s};
 use sliced::kube::protobuf::{self, Frames};
 
-use crate::protobuf_pods;
+use crate::protobuf_objects;
 use crate::real_pods;
 use crate::watched_pod::fixture_pods;
 
 fn same_conversion(pod: &core::Pod, origin: &str) {
-    let bytes = protobuf_pods::pod_object(pod);
+    let bytes = protobuf_objects::pod_object(pod);
     let decoded = protobuf::pod_object(&bytes).and_then(|f| pod_from_fields(&f));
     assert_eq!(decoded, pod_from_k8s(&whole_seconds(pod)), "{origin}");
 }
@@ -67,7 +67,7 @@ fn a_real_shaped_pod_converts_the_same_from_protobuf_ready_or_not() {
     // Smaller than its JSON, though nothing is left out.
     let pod = real_pods::variant(&template, 42, 10);
     let (pb, text) = (
-        protobuf_pods::pod_object(&pod).len(),
+        protobuf_objects::pod_object(&pod).len(),
         serde_json::to_vec(&pod).map(|t| t.len()).unwrap_or(0),
     );
     assert!(pb < text, "{pb} bytes of protobuf against {text} of JSON");
@@ -114,9 +114,9 @@ fn a_watch_stream_and_a_list_page_decode_to_the_same_pods() {
         .collect();
     let mut stream = Vec::new();
     for pod in &pods {
-        stream.extend(protobuf_pods::watch_frame(
+        stream.extend(protobuf_objects::watch_frame(
             "MODIFIED",
-            protobuf_pods::pod_object(pod),
+            protobuf_objects::pod_object(pod),
         ));
     }
     // Chunks of an awkward size, as a body arrives.
@@ -133,7 +133,7 @@ fn a_watch_stream_and_a_list_page_decode_to_the_same_pods() {
     let expected: Vec<_> = pods.iter().map(pod_from_k8s).collect();
     assert_eq!(seen, expected);
 
-    let page = protobuf_pods::pod_list(&pods, "4711", "next-page");
+    let page = protobuf_objects::pod_list(&pods, "4711", "next-page");
     let list = protobuf::list(&page, "PodList").unwrap();
     assert_eq!(
         (list.resource_version, list.continue_token),
@@ -151,7 +151,7 @@ fn a_watch_stream_and_a_list_page_decode_to_the_same_pods() {
 #[test]
 fn malformed_bytes_are_errors_not_panics() {
     let pod = real_pods::variant(&real_pods::template(), 7, 3);
-    let bytes = protobuf_pods::pod_object(&pod);
+    let bytes = protobuf_objects::pod_object(&pod);
     // Every cut short: an error, or a pod with less in it, never a panic.
     for end in 0..bytes.len() {
         let _ = protobuf::pod_object(&bytes[..end]).and_then(|f| pod_from_fields(&f));
@@ -167,7 +167,7 @@ fn malformed_bytes_are_errors_not_panics() {
     let json = serde_json::to_vec(&pod).unwrap_or_default();
     let refused = protobuf::pod_object(&json).unwrap_err();
     assert!(refused.to_string().contains("k8s"), "{refused}");
-    let node = protobuf_pods::enveloped("v1", "Node", Vec::new());
+    let node = protobuf_objects::enveloped("v1", "Node", Vec::new());
     let refused = protobuf::pod_object(&node).unwrap_err();
     assert!(refused.to_string().contains("Node"), "{refused}");
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use sliced::kube::convert::endpoint_slice_from_k8s;
 use sliced::kube::protobuf;
 
-use crate::protobuf_pods;
+use crate::protobuf_objects;
 
 const CLUSTER: &str = include_str!("../../fixtures/upstream-1.36/cluster.json");
 
@@ -38,7 +38,7 @@ fn whole_seconds(slice: &discovery::EndpointSlice) -> discovery::EndpointSlice {
 }
 
 fn assert_same_conversion(slice: &discovery::EndpointSlice, case: &str) {
-    let bytes = protobuf_pods::endpoint_slice_object(slice);
+    let bytes = protobuf_objects::endpoint_slice_object(slice);
     let decoded = protobuf::endpoint_slice_object(&bytes);
     let decoded = decoded.and_then(|s| endpoint_slice_from_k8s(&s));
     assert_eq!(
@@ -145,13 +145,13 @@ fn edge_cases_convert_the_same_from_protobuf() {
 fn malformed_bytes_are_errors_not_panics() {
     let slices = upstream_slices();
     let slice = slices.iter().max_by_key(|s| s.endpoints.len()).unwrap();
-    let bytes = protobuf_pods::endpoint_slice_object(slice);
+    let bytes = protobuf_objects::endpoint_slice_object(slice);
     assert!(protobuf::endpoint_slice_object(&bytes).is_ok());
     // Cut short or a byte flipped: an error or a slice, never a panic, decoding or converting.
     crate::damaged::each_damaged(&bytes, |damaged| {
         let _ = protobuf::endpoint_slice_object(damaged).and_then(|s| endpoint_slice_from_k8s(&s));
     });
-    let pod = protobuf_pods::enveloped("v1", "Pod", Vec::new());
+    let pod = protobuf_objects::enveloped("v1", "Pod", Vec::new());
     let e = protobuf::endpoint_slice_object(&pod).unwrap_err();
     assert!(e.to_string().contains("EndpointSlice"), "{e}");
 }

@@ -18,10 +18,7 @@ pub(super) fn fixed(path: &'static str) -> impl Fn(WireError) -> ConvertError {
 
 /// The message of the enveloped object in `bytes` (a watch event's object, a GET's body), which
 /// must be of `kind`.
-pub(super) fn object_of_kind<'a>(
-    bytes: &'a [u8],
-    kind: &'static str,
-) -> Result<&'a [u8], ConvertError> {
+pub fn object_of_kind<'a>(bytes: &'a [u8], kind: &'static str) -> Result<&'a [u8], ConvertError> {
     let object = unknown(bytes).map_err(|e| ConvertError::new("", e.to_string()))?;
     if object.kind != kind {
         let e = ProtobufError::Kind {

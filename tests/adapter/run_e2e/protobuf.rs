@@ -1,13 +1,14 @@
-//! The pod watch asks for protobuf, and the fake API server serves it (as the real one serves
-//! client-go's controllers); every other `run_e2e` test runs over it. A server that answers in JSON
-//! is read as JSON.
+//! The watches of pods, nodes, EndpointSlices and Endpoints ask for protobuf, and the fake API
+//! server serves it (as the real one serves client-go's controllers); every other `run_e2e` test
+//! runs over it. A server that answers in JSON is read as JSON.
 
 use super::{set_ready, slices_of, small_cluster};
 use crate::fake_api::FakeApiServer;
 use crate::run_harness::{assert_matches_reconcile, options, pod, settle, start};
 
-/// Pods added, made ready, deleted, and the watches dropped and expired (a resume, and a relist
-/// after a 410 in the middle of a protobuf stream).
+/// Pods added, made ready, deleted; a node moved to another zone; a slice edited and an
+/// Endpoints object deleted by someone else; the watches dropped and expired (a resume, and a
+/// relist after a 410 in the middle of a protobuf stream).
 async fn a_day_of_pods(fake: &FakeApiServer) {
     let running = start(fake, options());
     settle(fake, &running).await;
@@ -22,6 +23,28 @@ async fn a_day_of_pods(fake: &FakeApiServer) {
     set_ready(fake, "web-9", true);
     settle(fake, &running).await;
     assert_matches_reconcile(fake);
+    // The node's new zone reaches the slices only through the node watch.
+    let mut n2 = fake.get("nodes", "", "n2").unwrap();
+    n2["metadata"]["labels"]["topology.kubernetes.io/zone"] = "zone-c".into();
+    fake.apply(n2).unwrap();
+    settle(fake, &running).await;
+    assert_matches_reconcile(fake);
+    assert!(
+        slices_of(fake, "web")[0]["endpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["zone"] == "zone-c"),
+        "the zone came through the node watch"
+    );
+    // Others' edit and deletion reach the engine only through the slice and Endpoints watches.
+    // (An Endpoints object edited by others waits for the resync, as upstream's does.)
+    let mut slice = slices_of(fake, "web").remove(0);
+    slice["endpoints"] = serde_json::json!([]);
+    fake.apply(slice).unwrap();
+    fake.delete("endpoints", "default", "web").unwrap();
+    settle(fake, &running).await;
+    assert_matches_reconcile(fake);
     fake.expire_watches();
     fake.delete("pods", "default", "web-1").unwrap();
     settle(fake, &running).await;
@@ -31,14 +54,18 @@ async fn a_day_of_pods(fake: &FakeApiServer) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pods_are_watched_as_protobuf() {
+async fn pods_nodes_slices_and_endpoints_are_watched_as_protobuf() {
     let fake = small_cluster();
     a_day_of_pods(&fake).await;
-    // The first list, a resumed watch, a relist and its watch at least.
-    assert!(
-        fake.protobuf_answers() >= 4,
-        "{} answers as protobuf",
-        fake.protobuf_answers()
+    // Of each kind: the first list, a resumed watch, a relist and its watch at least.
+    for kind in ["pods", "nodes", "endpointslices", "endpoints"] {
+        let answers = fake.protobuf_answers_of(kind);
+        assert!(answers >= 4, "{answers} answers of {kind} as protobuf");
+    }
+    assert_eq!(
+        fake.protobuf_answers_of("services"),
+        0,
+        "kube-rs reads JSON"
     );
 }
 

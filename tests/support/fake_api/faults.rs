@@ -40,10 +40,10 @@ pub struct Faults {
     /// Writes of EndpointSlices and Endpoints being handled now, and the most there were at once.
     pub endpoint_writes_in_flight: usize,
     pub most_endpoint_writes_in_flight: usize,
-    /// Pods are not served as protobuf, whatever the client asks (an aggregated or older server).
+    /// Nothing is served as protobuf, whatever the client asks (an aggregated or older server).
     pub json_only: bool,
-    /// Lists and watches answered as protobuf.
-    pub protobuf_answers: usize,
+    /// Lists and watches answered as protobuf, by the kind's plural.
+    pub protobuf_answers: std::collections::BTreeMap<&'static str, usize>,
 }
 
 pub fn verb(name: &str) -> &'static str {

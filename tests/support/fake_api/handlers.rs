@@ -188,8 +188,9 @@ impl FakeApiServer {
             }
             Some(_) => return error(&ApiError::unknown_path()),
         };
-        // Pods are served as protobuf to a client that asks (as client-go's controllers do).
-        let protobuf = KINDS[r.res].plural == "pods"
+        // Served as protobuf to a client that asks (as client-go's controllers do).
+        let plural = KINDS[r.res].plural;
+        let protobuf = super::protobuf_objects::served_as_protobuf(plural)
             && parts
                 .headers
                 .get(http::header::ACCEPT)
@@ -198,7 +199,7 @@ impl FakeApiServer {
         let mut state = self.shared.lock();
         let protobuf = protobuf && !state.faults.json_only;
         if protobuf && matches!(verb, "list" | "watch") {
-            state.faults.protobuf_answers += 1;
+            *state.faults.protobuf_answers.entry(plural).or_default() += 1;
         }
         let injected = state.faults.take(verb, r.res);
         let result = match injected {
@@ -357,17 +358,16 @@ impl FakeApiServer {
             delivered.fetch_max(at_rv, std::sync::atomic::Ordering::Relaxed);
         }
         if protobuf {
-            let pods: Vec<k8s_openapi::api::core::v1::Pod> = page
+            let items: Vec<Vec<u8>> = page
                 .items
                 .iter()
-                .map(|item| {
-                    serde_json::from_slice(&item.json)
-                        .expect("the fake serves as protobuf only pods k8s-openapi reads")
-                })
+                .map(|item| super::protobuf_objects::message_of(k.plural, &item.json))
                 .collect();
             let rv = meta["resourceVersion"].as_str().unwrap_or_default();
             let token = meta["continue"].as_str().unwrap_or_default();
-            let bytes = super::protobuf_pods::pod_list(&pods, rv, token);
+            let list_kind = format!("{}List", k.kind);
+            let bytes =
+                super::protobuf_objects::list(&k.api_version(), &list_kind, &items, rv, token);
             return Ok(respond_as(200, PROTOBUF, bytes));
         }
         let head = json!({"kind": format!("{}List", k.kind), "apiVersion": k.api_version(), "metadata": meta});

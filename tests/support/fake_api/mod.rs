@@ -73,8 +73,8 @@ mod handlers;
 mod json;
 // Pods served as protobuf are encoded by the reference encoder of the decoder's tests, which an
 // including crate uses from here (a file is a module once).
-#[path = "../protobuf_pods.rs"]
-pub mod protobuf_pods;
+#[path = "../protobuf_objects.rs"]
+pub mod protobuf_objects;
 mod resources;
 mod selectors;
 mod status;
@@ -422,14 +422,26 @@ impl FakeApiServer {
         self.shared.lock().faults.write_latency
     }
 
-    /// From now on, pods are served as JSON even to a client that asks for protobuf.
+    /// From now on, everything is served as JSON even to a client that asks for protobuf.
     pub fn serve_json_only(&self) {
         self.shared.lock().faults.json_only = true;
     }
 
-    /// How many lists and watches were answered as protobuf.
+    /// How many lists and watches were answered as protobuf, of every kind.
     pub fn protobuf_answers(&self) -> usize {
-        self.shared.lock().faults.protobuf_answers
+        self.shared.lock().faults.protobuf_answers.values().sum()
+    }
+
+    /// How many lists and watches of `plural` (`pods`, `endpointslices`) were answered as
+    /// protobuf.
+    pub fn protobuf_answers_of(&self, plural: &str) -> usize {
+        let state = self.shared.lock();
+        state
+            .faults
+            .protobuf_answers
+            .get(plural)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The most writes of EndpointSlices and Endpoints the server was handling at once.

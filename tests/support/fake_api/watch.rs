@@ -61,7 +61,7 @@ pub struct WatchSpec {
     pub timeout: Option<Duration>,
     pub start: Start,
     pub bookmark_every: Duration,
-    /// Pods asked for as protobuf: each event a length-framed `WatchEvent`.
+    /// Asked for as protobuf: each event a length-framed `WatchEvent`.
     pub protobuf: bool,
 }
 
@@ -156,10 +156,8 @@ impl WatchSpec {
     fn event(&self, ty: &str, obj: &Stored) -> Bytes {
         let body = obj.typed_bytes(self.res);
         if self.protobuf {
-            let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_slice(&body)
-                .expect("the fake serves as protobuf only pods k8s-openapi reads");
-            let object = super::protobuf_pods::pod_object(&pod);
-            return Bytes::from(super::protobuf_pods::watch_frame(ty, object));
+            let object = super::protobuf_objects::object_of(KINDS[self.res].plural, &body);
+            return Bytes::from(super::protobuf_objects::watch_frame(ty, object));
         }
         let mut out = Vec::with_capacity(body.len() + 32);
         out.extend_from_slice(b"{\"type\":\"");
@@ -198,8 +196,14 @@ impl WatchSpec {
             if initial_end {
                 annotations.insert("k8s.io/initial-events-end".to_string(), "true".to_string());
             }
-            let object = super::protobuf_pods::bookmark_pod(&rv.to_string(), annotations);
-            return Bytes::from(super::protobuf_pods::watch_frame("BOOKMARK", object));
+            let k = &KINDS[self.res];
+            let object = super::protobuf_objects::bookmark(
+                &k.api_version(),
+                k.kind,
+                &rv.to_string(),
+                annotations,
+            );
+            return Bytes::from(super::protobuf_objects::watch_frame("BOOKMARK", object));
         }
         let k = &KINDS[self.res];
         let mut meta = json!({"resourceVersion": rv.to_string()});
@@ -235,12 +239,12 @@ impl Watch {
                         self.done = true;
                         let text = |f: &str| status[f].as_str().unwrap_or_default().to_string();
                         let code = status["code"].as_i64().unwrap_or(500) as i32;
-                        let object = super::protobuf_pods::status_object(
+                        let object = super::protobuf_objects::status_object(
                             code,
                             &text("reason"),
                             &text("message"),
                         );
-                        Some(Bytes::from(super::protobuf_pods::watch_frame(
+                        Some(Bytes::from(super::protobuf_objects::watch_frame(
                             "ERROR", object,
                         )))
                     }

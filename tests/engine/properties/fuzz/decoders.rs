@@ -102,14 +102,17 @@ proptest! {
         convert_as_every_kind(&doc);
     }
 
-    /// The protobuf decoders on bytes of any shape, bare and enveloped: an error or a pod, never
-    /// a panic. (`tests/adapter/protobuf_pod.rs` cuts and flips the bytes of a real pod.)
+    /// The protobuf decoders on bytes of any shape, bare and enveloped: an error or an object,
+    /// never a panic. (`tests/adapter/protobuf_pod.rs` cuts and flips the bytes of a real pod.)
     #[test]
     fn protobuf_decoders_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
         let mut enveloped = b"k8s\0".to_vec();
         enveloped.extend_from_slice(&bytes);
         let _ = protobuf::pod_fields(&bytes).and_then(|f| pod_from_fields(&f));
         let _ = protobuf::pod_object(&enveloped).and_then(|f| pod_from_fields(&f));
+        let _ = protobuf::node(&bytes).and_then(|n| node_from_k8s(&n));
+        let _ = protobuf::endpoint_slice(&bytes).and_then(|s| endpoint_slice_from_k8s(&s));
+        let _ = protobuf::endpoints(&bytes).and_then(|e| endpoints_from_k8s(&e));
         let _ = protobuf::watch_event(&bytes);
         let _ = protobuf::list(&enveloped, "PodList");
         let mut frames = protobuf::Frames::default();

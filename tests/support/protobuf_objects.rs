@@ -1,7 +1,8 @@
-//! Pods as the API server sends them in protobuf, encoded by prost from upstream's messages
-//! (`k8s-pb`): the reference the decoder in `src/kube/protobuf/` is tested and benched against.
-//! Every field of the fixtures' pods is carried over, the ones the decoder passes over as well,
-//! so that the bytes have the real shape and size.
+//! Pods, nodes, EndpointSlices and Endpoints as the API server sends them in protobuf, encoded by
+//! prost from upstream's messages (`k8s-pb`): the reference the decoders in `src/kube/protobuf/`
+//! are tested and benched against, and what the fake API server serves. Every field of the
+//! fixtures' objects is carried over, the ones the decoders pass over as well, so that the bytes
+//! have the real shape and size.
 
 // Each including crate uses a different part.
 #![allow(dead_code)]
@@ -370,18 +371,30 @@ pub fn watch_frame(event_type: &str, object: Vec<u8>) -> Vec<u8> {
 
 /// A `PodList` page, enveloped.
 pub fn pod_list(pods: &[core::Pod], resource_version: &str, continue_token: &str) -> Vec<u8> {
-    let list = pb::PodList {
-        metadata: Some(pbmeta::ListMeta {
-            resource_version: Some(resource_version.to_string()),
-            r#continue: Some(continue_token.to_string()),
-            ..Default::default()
-        }),
-        items: pods
-            .iter()
-            .map(|p| pb::Pod::decode(pod_message(p).as_slice()).expect("just encoded"))
-            .collect(),
+    let items: Vec<Vec<u8>> = pods.iter().map(pod_message).collect();
+    list("v1", "PodList", &items, resource_version, continue_token)
+}
+
+/// A list page of any kind, enveloped: ListMeta 1, then each item's message as field 2, the
+/// layout every `*List` message of upstream shares.
+pub fn list(
+    api_version: &str,
+    list_kind: &str,
+    items: &[Vec<u8>],
+    resource_version: &str,
+    continue_token: &str,
+) -> Vec<u8> {
+    let metadata = pbmeta::ListMeta {
+        resource_version: Some(resource_version.to_string()),
+        r#continue: Some(continue_token.to_string()),
+        ..Default::default()
     };
-    enveloped("v1", "PodList", list.encode_to_vec())
+    let mut raw = Vec::new();
+    prost::encoding::message::encode(1, &metadata, &mut raw);
+    for item in items {
+        prost::encoding::bytes::encode(2, item, &mut raw);
+    }
+    enveloped(api_version, list_kind, raw)
 }
 
 /// A `meta.v1.Status`, enveloped: an error answer or a watch's ERROR event.
@@ -398,15 +411,25 @@ pub fn status_object(code: i32, reason: &str, message: &str) -> Vec<u8> {
 
 /// A bookmark's object: a pod with nothing but a resourceVersion (and annotations).
 pub fn bookmark_pod(resource_version: &str, annotations: BTreeMap<String, String>) -> Vec<u8> {
-    let pod = pb::Pod {
-        metadata: Some(pbmeta::ObjectMeta {
-            resource_version: Some(resource_version.to_string()),
-            annotations,
-            ..Default::default()
-        }),
+    bookmark("v1", "Pod", resource_version, annotations)
+}
+
+/// A bookmark's object of any kind: nothing but metadata (field 1 of every kind) with a
+/// resourceVersion and annotations.
+pub fn bookmark(
+    api_version: &str,
+    kind: &str,
+    resource_version: &str,
+    annotations: BTreeMap<String, String>,
+) -> Vec<u8> {
+    let metadata = pbmeta::ObjectMeta {
+        resource_version: Some(resource_version.to_string()),
+        annotations,
         ..Default::default()
     };
-    enveloped("v1", "Pod", pod.encode_to_vec())
+    let mut raw = Vec::new();
+    prost::encoding::message::encode(1, &metadata, &mut raw);
+    enveloped(api_version, kind, raw)
 }
 
 fn object_reference(r: &core::ObjectReference) -> pb::ObjectReference {
@@ -529,4 +552,124 @@ pub fn endpoints_message(endpoints: &core::Endpoints) -> Vec<u8> {
 /// The Endpoints object as a GET or a watch event's object carries it.
 pub fn endpoints_object(endpoints: &core::Endpoints) -> Vec<u8> {
     enveloped("v1", "Endpoints", endpoints_message(endpoints))
+}
+
+/// The `core.v1.Node` message of `node`, without the envelope: the spec and the status a kubelet
+/// reports (addresses, images, system info) carried over for their size.
+pub fn node_message(node: &core::Node) -> Vec<u8> {
+    let spec = node.spec.as_ref().map(|s| pb::NodeSpec {
+        pod_cidr: s.pod_cidr.clone(),
+        pod_cid_rs: s.pod_cidrs.clone().unwrap_or_default(),
+        provider_id: s.provider_id.clone(),
+        unschedulable: s.unschedulable,
+        taints: s
+            .taints
+            .iter()
+            .flatten()
+            .map(|t| pb::Taint {
+                key: Some(t.key.clone()),
+                value: t.value.clone(),
+                effect: Some(t.effect.clone()),
+                time_added: time(&t.time_added),
+            })
+            .collect(),
+        ..Default::default()
+    });
+    let status = node.status.as_ref().map(|s| pb::NodeStatus {
+        capacity: quantities(&s.capacity),
+        allocatable: quantities(&s.allocatable),
+        phase: s.phase.clone(),
+        conditions: s
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| pb::NodeCondition {
+                r#type: Some(c.type_.clone()),
+                status: Some(c.status.clone()),
+                last_heartbeat_time: time(&c.last_heartbeat_time),
+                last_transition_time: time(&c.last_transition_time),
+                reason: c.reason.clone(),
+                message: c.message.clone(),
+            })
+            .collect(),
+        addresses: s
+            .addresses
+            .iter()
+            .flatten()
+            .map(|a| pb::NodeAddress {
+                r#type: Some(a.type_.clone()),
+                address: Some(a.address.clone()),
+            })
+            .collect(),
+        node_info: s.node_info.as_ref().map(|i| pb::NodeSystemInfo {
+            machine_id: Some(i.machine_id.clone()),
+            system_uuid: Some(i.system_uuid.clone()),
+            boot_id: Some(i.boot_id.clone()),
+            kernel_version: Some(i.kernel_version.clone()),
+            os_image: Some(i.os_image.clone()),
+            container_runtime_version: Some(i.container_runtime_version.clone()),
+            kubelet_version: Some(i.kubelet_version.clone()),
+            kube_proxy_version: Some(i.kube_proxy_version.clone()),
+            operating_system: Some(i.operating_system.clone()),
+            architecture: Some(i.architecture.clone()),
+            ..Default::default()
+        }),
+        images: s
+            .images
+            .iter()
+            .flatten()
+            .map(|i| pb::ContainerImage {
+                names: i.names.clone().unwrap_or_default(),
+                size_bytes: i.size_bytes,
+            })
+            .collect(),
+        volumes_in_use: s.volumes_in_use.clone().unwrap_or_default(),
+        ..Default::default()
+    });
+    pb::Node {
+        metadata: Some(object_meta(&node.metadata)),
+        spec,
+        status,
+    }
+    .encode_to_vec()
+}
+
+/// The node as a GET or a watch event's object carries it.
+pub fn node_object(node: &core::Node) -> Vec<u8> {
+    enveloped("v1", "Node", node_message(node))
+}
+
+/// The kinds the fake API server serves as protobuf to a client that asks: those sliced asks
+/// for so (its Services are read with kube-rs, which speaks only JSON).
+pub fn served_as_protobuf(plural: &str) -> bool {
+    type_of(plural).is_some()
+}
+
+/// The apiVersion and kind of a kind served as protobuf, by its plural.
+pub fn type_of(plural: &str) -> Option<(&'static str, &'static str)> {
+    match plural {
+        "pods" => Some(("v1", "Pod")),
+        "nodes" => Some(("v1", "Node")),
+        "endpoints" => Some(("v1", "Endpoints")),
+        "endpointslices" => Some(("discovery.k8s.io/v1", "EndpointSlice")),
+        _ => None,
+    }
+}
+
+/// The message (without the envelope) of a stored object given as JSON, by its kind's plural.
+pub fn message_of(plural: &str, json: &[u8]) -> Vec<u8> {
+    const READABLE: &str = "the fake serves as protobuf only objects k8s-openapi reads";
+    match plural {
+        "pods" => pod_message(&serde_json::from_slice(json).expect(READABLE)),
+        "nodes" => node_message(&serde_json::from_slice(json).expect(READABLE)),
+        "endpoints" => endpoints_message(&serde_json::from_slice(json).expect(READABLE)),
+        "endpointslices" => endpoint_slice_message(&serde_json::from_slice(json).expect(READABLE)),
+        other => panic!("{other} are not served as protobuf"),
+    }
+}
+
+/// A stored object given as JSON, enveloped, as a watch event carries it.
+pub fn object_of(plural: &str, json: &[u8]) -> Vec<u8> {
+    let (api_version, kind) = type_of(plural).expect("a kind served as protobuf");
+    enveloped(api_version, kind, message_of(plural, json))
 }

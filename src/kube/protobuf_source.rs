@@ -1,8 +1,10 @@
-//! The pod watch's own requests: a list and a watch of every pod that ask for protobuf
-//! (`application/vnd.kubernetes.protobuf`, as client-go's controllers do) and read JSON when the
-//! server answers in JSON. Each pod is converted as it is decoded ([`DecodedPod`]); the
-//! list-then-watch loop of `watch.rs` drives this source as it drives kube-rs's typed API for the
-//! other kinds.
+//! The watches' own requests for pods, nodes, EndpointSlices and Endpoints: a list and a watch
+//! of every object that ask for protobuf (`application/vnd.kubernetes.protobuf`, as client-go's
+//! controllers do) and read JSON when the server answers in JSON. Each object is converted into
+//! the model as it is decoded ([`Decoded`]); the list-then-watch loop of `watch.rs` drives this
+//! source as it drives kube-rs's typed API for Services.
+
+use std::marker::PhantomData;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -18,91 +20,117 @@ use kube::core::watch::{Bookmark, BookmarkMeta};
 use kube::core::{Request, Status};
 use parking_lot::Mutex;
 
-use super::convert::{ConvertError, PodFields, WatchedPod, pod_from_fields, pod_from_watched};
+use super::convert::ConvertError;
 use super::protobuf::{self, Frames, MEDIA_TYPE};
 use super::watch::Source;
-use crate::model::Pod;
+
+mod kinds;
+
+pub use kinds::DecodedKind;
 
 /// Protobuf first; JSON where the server offers nothing else (an aggregated or older server).
 const ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf, application/json";
 
-/// A pod as listed or watched: the metadata the watch loop reads (its key, uid and version), and
-/// the result of its conversion, taken once.
-#[derive(Debug, Default)]
-pub struct DecodedPod {
+/// An object as listed or watched: the metadata the watch loop reads (its key, uid and version),
+/// and the result of its conversion into the model, taken once.
+#[derive(Debug)]
+pub struct Decoded<T> {
     metadata: ObjectMeta,
-    pod: Mutex<Option<Result<Pod, ConvertError>>>,
+    object: Mutex<Option<Result<T, ConvertError>>>,
+}
+
+impl<T> Default for Decoded<T> {
+    fn default() -> Self {
+        Decoded {
+            metadata: ObjectMeta::default(),
+            object: Mutex::new(None),
+        }
+    }
 }
 
 fn non_empty(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
 
-impl DecodedPod {
-    fn from_fields(fields: &PodFields<'_>) -> Self {
-        DecodedPod {
+impl<T> Decoded<T> {
+    /// The key, uid and version of `metadata`, and `object` converted from it.
+    pub fn new(metadata: &ObjectMeta, object: Result<T, ConvertError>) -> Self {
+        Decoded {
             metadata: ObjectMeta {
-                name: non_empty(fields.name),
-                namespace: non_empty(fields.namespace),
-                uid: non_empty(fields.uid),
-                resource_version: non_empty(fields.resource_version),
+                name: metadata.name.clone(),
+                namespace: metadata.namespace.clone(),
+                uid: metadata.uid.clone(),
+                resource_version: metadata.resource_version.clone(),
                 ..ObjectMeta::default()
             },
-            pod: Mutex::new(Some(pod_from_fields(fields))),
+            object: Mutex::new(Some(object)),
         }
     }
 
-    fn from_watched(pod: &WatchedPod) -> Self {
-        let m = &pod.metadata;
-        DecodedPod {
+    /// The same from borrowed strings (a pod decoded in place), empty ones absent.
+    pub fn from_key(
+        name: &str,
+        namespace: &str,
+        uid: &str,
+        resource_version: &str,
+        object: Result<T, ConvertError>,
+    ) -> Self {
+        Decoded {
             metadata: ObjectMeta {
-                name: m.name.clone(),
-                namespace: m.namespace.clone(),
-                uid: m.uid.clone(),
-                resource_version: m.resource_version.clone(),
+                name: non_empty(name),
+                namespace: non_empty(namespace),
+                uid: non_empty(uid),
+                resource_version: non_empty(resource_version),
                 ..ObjectMeta::default()
             },
-            pod: Mutex::new(Some(pod_from_watched(pod))),
+            object: Mutex::new(Some(object)),
         }
     }
 
-    /// A list item whose bytes do not even decode: reported as an invalid object.
+    /// An object whose bytes do not even decode: reported as an invalid object.
     fn unreadable(error: ConvertError) -> Self {
-        DecodedPod {
+        Decoded {
             metadata: ObjectMeta::default(),
-            pod: Mutex::new(Some(Err(error))),
+            object: Mutex::new(Some(Err(error))),
         }
     }
 
-    /// The converted pod. The watch loop takes it once.
-    pub fn take(&self) -> Result<Pod, ConvertError> {
-        self.pod
+    /// The converted object. The watch loop takes it once.
+    pub fn take(&self) -> Result<T, ConvertError> {
+        self.object
             .lock()
             .take()
-            .unwrap_or_else(|| Err(ConvertError::new("", "the pod was already taken")))
+            .unwrap_or_else(|| Err(ConvertError::new("", "the object was already taken")))
     }
 }
 
-/// `ObjectList` asks for it; the watch loop never clones a pod.
-impl Clone for DecodedPod {
+impl<T: DecodedKind> Decoded<T> {
+    fn from_json(object: &T::Json) -> Self {
+        use k8s_openapi::Metadata;
+        Decoded::new(object.metadata(), T::from_json(object))
+    }
+}
+
+/// `ObjectList` asks for it; the watch loop never clones an object.
+impl<T: Clone> Clone for Decoded<T> {
     fn clone(&self) -> Self {
-        DecodedPod {
+        Decoded {
             metadata: self.metadata.clone(),
-            pod: Mutex::new(self.pod.lock().clone()),
+            object: Mutex::new(self.object.lock().clone()),
         }
     }
 }
 
-impl k8s_openapi::Resource for DecodedPod {
-    const API_VERSION: &'static str = <WatchedPod as k8s_openapi::Resource>::API_VERSION;
-    const GROUP: &'static str = <WatchedPod as k8s_openapi::Resource>::GROUP;
-    const KIND: &'static str = <WatchedPod as k8s_openapi::Resource>::KIND;
-    const VERSION: &'static str = <WatchedPod as k8s_openapi::Resource>::VERSION;
-    const URL_PATH_SEGMENT: &'static str = <WatchedPod as k8s_openapi::Resource>::URL_PATH_SEGMENT;
-    type Scope = k8s_openapi::NamespaceResourceScope;
+impl<T: DecodedKind> k8s_openapi::Resource for Decoded<T> {
+    const API_VERSION: &'static str = <T::Json as k8s_openapi::Resource>::API_VERSION;
+    const GROUP: &'static str = <T::Json as k8s_openapi::Resource>::GROUP;
+    const KIND: &'static str = <T::Json as k8s_openapi::Resource>::KIND;
+    const VERSION: &'static str = <T::Json as k8s_openapi::Resource>::VERSION;
+    const URL_PATH_SEGMENT: &'static str = <T::Json as k8s_openapi::Resource>::URL_PATH_SEGMENT;
+    type Scope = <T::Json as k8s_openapi::Resource>::Scope;
 }
 
-impl k8s_openapi::Metadata for DecodedPod {
+impl<T: DecodedKind> k8s_openapi::Metadata for Decoded<T> {
     type Ty = ObjectMeta;
 
     fn metadata(&self) -> &ObjectMeta {
@@ -114,17 +142,19 @@ impl k8s_openapi::Metadata for DecodedPod {
     }
 }
 
-/// Every pod, listed and watched by its own requests.
-pub struct PodSource {
+/// Every object of one kind, listed and watched by its own requests.
+pub struct ProtobufSource<T> {
     client: Client,
     request: Request,
+    kind: PhantomData<fn() -> T>,
 }
 
-impl PodSource {
+impl<T: DecodedKind> ProtobufSource<T> {
     pub fn new(client: Client) -> Self {
-        PodSource {
+        ProtobufSource {
             client,
-            request: Request::new("/api/v1/pods"),
+            request: Request::new(T::PATH),
+            kind: PhantomData,
         }
     }
 
@@ -183,8 +213,8 @@ fn api_error(code: u16, protobuf: bool, body: &[u8]) -> kube::Error {
     kube::Error::Api(Box::new(status))
 }
 
-impl Source<DecodedPod> for PodSource {
-    async fn list(&self, params: &ListParams) -> Result<ObjectList<DecodedPod>, kube::Error> {
+impl<T: DecodedKind> Source<Decoded<T>> for ProtobufSource<T> {
+    async fn list(&self, params: &ListParams) -> Result<ObjectList<Decoded<T>>, kube::Error> {
         let request = self
             .request
             .list(params)
@@ -192,27 +222,24 @@ impl Source<DecodedPod> for PodSource {
         let (protobuf, _, body) = self.send(request).await?;
         let bytes = body.collect().await?.to_bytes();
         if !protobuf {
-            let list: ObjectList<WatchedPod> =
+            let list: ObjectList<T::Json> =
                 serde_json::from_slice(&bytes).map_err(kube::Error::SerdeError)?;
             return Ok(ObjectList {
                 types: list.types,
                 metadata: list.metadata,
-                items: list.items.iter().map(DecodedPod::from_watched).collect(),
+                items: list.items.iter().map(Decoded::from_json).collect(),
             });
         }
-        let list = protobuf::list(&bytes, "PodList").map_err(undecodable)?;
+        let list = protobuf::list(&bytes, T::LIST_KIND).map_err(undecodable)?;
         let items = list
             .items
             .iter()
-            .map(|item| match protobuf::pod_fields(item) {
-                Ok(fields) => DecodedPod::from_fields(&fields),
-                Err(error) => DecodedPod::unreadable(error),
-            })
+            .map(|item| T::from_protobuf(item).unwrap_or_else(Decoded::unreadable))
             .collect();
         Ok(ObjectList {
             types: TypeMeta {
-                api_version: "v1".to_string(),
-                kind: "PodList".to_string(),
+                api_version: <T::Json as k8s_openapi::Resource>::API_VERSION.to_string(),
+                kind: T::LIST_KIND.to_string(),
             },
             metadata: ListMeta {
                 continue_: non_empty(list.continue_token),
@@ -227,17 +254,13 @@ impl Source<DecodedPod> for PodSource {
         &self,
         params: &WatchParams,
         version: &str,
-    ) -> Result<BoxStream<'static, kube::Result<WatchEvent<DecodedPod>>>, kube::Error> {
+    ) -> Result<BoxStream<'static, kube::Result<WatchEvent<Decoded<T>>>>, kube::Error> {
         let request = self
             .request
             .watch(params, version)
             .map_err(kube::Error::BuildRequest)?;
         let (protobuf, _, body) = self.send(request).await?;
-        let reader = if protobuf {
-            Reader::Protobuf(Frames::default())
-        } else {
-            Reader::Json(Lines::default())
-        };
+        let reader = Reader::<T>::new(protobuf);
         let state = (body.into_data_stream(), reader, false);
         Ok(
             futures::stream::unfold(state, |(mut data, mut reader, ended)| async move {
@@ -279,38 +302,52 @@ enum Broken {
 }
 
 /// A watch body, as protobuf frames or JSON lines.
-enum Reader {
+enum WatchBody {
     Protobuf(Frames),
     Json(Lines),
 }
 
-impl Reader {
-    fn push(&mut self, chunk: &Bytes) {
-        match self {
-            Reader::Protobuf(frames) => frames.push(chunk),
-            Reader::Json(lines) => lines.push(chunk),
+/// A watch body read into events of `T`.
+struct Reader<T> {
+    body: WatchBody,
+    kind: PhantomData<fn() -> T>,
+}
+
+impl<T: DecodedKind> Reader<T> {
+    fn new(protobuf: bool) -> Self {
+        let body = if protobuf {
+            WatchBody::Protobuf(Frames::default())
+        } else {
+            WatchBody::Json(Lines::default())
+        };
+        Reader {
+            body,
+            kind: PhantomData,
         }
     }
 
-    fn next_event(&mut self) -> Option<Result<WatchEvent<DecodedPod>, Broken>> {
-        match self {
-            Reader::Protobuf(frames) => match frames.next_frame() {
+    fn push(&mut self, chunk: &Bytes) {
+        match &mut self.body {
+            WatchBody::Protobuf(frames) => frames.push(chunk),
+            WatchBody::Json(lines) => lines.push(chunk),
+        }
+    }
+
+    fn next_event(&mut self) -> Option<Result<WatchEvent<Decoded<T>>, Broken>> {
+        match &mut self.body {
+            WatchBody::Protobuf(frames) => match frames.next_frame() {
                 Ok(Some(frame)) => Some(protobuf_event(frame).map_err(Broken::Event)),
                 Ok(None) => None,
                 Err(e) => Some(Err(Broken::Stream(undecodable(e)))),
             },
-            Reader::Json(lines) => {
+            WatchBody::Json(lines) => {
                 let line = lines.next_line()?;
                 Some(
-                    serde_json::from_slice::<WatchEvent<WatchedPod>>(line)
+                    serde_json::from_slice::<WatchEvent<T::Json>>(line)
                         .map(|event| match event {
-                            WatchEvent::Added(p) => WatchEvent::Added(DecodedPod::from_watched(&p)),
-                            WatchEvent::Modified(p) => {
-                                WatchEvent::Modified(DecodedPod::from_watched(&p))
-                            }
-                            WatchEvent::Deleted(p) => {
-                                WatchEvent::Deleted(DecodedPod::from_watched(&p))
-                            }
+                            WatchEvent::Added(o) => WatchEvent::Added(Decoded::from_json(&o)),
+                            WatchEvent::Modified(o) => WatchEvent::Modified(Decoded::from_json(&o)),
+                            WatchEvent::Deleted(o) => WatchEvent::Deleted(Decoded::from_json(&o)),
                             WatchEvent::Bookmark(b) => WatchEvent::Bookmark(b),
                             WatchEvent::Error(s) => WatchEvent::Error(s),
                         })
@@ -321,21 +358,25 @@ impl Reader {
     }
 }
 
-/// One protobuf watch event, its pod converted.
-fn protobuf_event(frame: &[u8]) -> Result<WatchEvent<DecodedPod>, kube::Error> {
+/// One protobuf watch event, its object converted.
+fn protobuf_event<T: DecodedKind>(frame: &[u8]) -> Result<WatchEvent<Decoded<T>>, kube::Error> {
     let event = protobuf::watch_event(frame).map_err(undecodable)?;
-    let pod = || protobuf::pod_object(event.object).map_err(undecodable);
+    let object = || {
+        let kind = <T::Json as k8s_openapi::Resource>::KIND;
+        let message = protobuf::object_of_kind(event.object, kind).map_err(undecodable)?;
+        T::from_protobuf(message).map_err(undecodable)
+    };
     Ok(match event.event_type {
-        "ADDED" => WatchEvent::Added(DecodedPod::from_fields(&pod()?)),
-        "MODIFIED" => WatchEvent::Modified(DecodedPod::from_fields(&pod()?)),
-        "DELETED" => WatchEvent::Deleted(DecodedPod::from_fields(&pod()?)),
+        "ADDED" => WatchEvent::Added(object()?),
+        "MODIFIED" => WatchEvent::Modified(object()?),
+        "DELETED" => WatchEvent::Deleted(object()?),
         "BOOKMARK" => WatchEvent::Bookmark(Bookmark {
             types: TypeMeta {
-                api_version: "v1".to_string(),
-                kind: "Pod".to_string(),
+                api_version: <T::Json as k8s_openapi::Resource>::API_VERSION.to_string(),
+                kind: <T::Json as k8s_openapi::Resource>::KIND.to_string(),
             },
             metadata: BookmarkMeta {
-                resource_version: pod()?.resource_version.to_string(),
+                resource_version: object()?.metadata.resource_version.unwrap_or_default(),
                 annotations: Default::default(),
             },
         }),
@@ -386,6 +427,7 @@ impl Lines {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Pod;
 
     #[test]
     fn json_lines_across_chunks_blank_lines_skipped() {
@@ -400,7 +442,7 @@ mod tests {
 
     #[test]
     fn a_json_watch_line_is_a_converted_pod() {
-        let mut reader = Reader::Json(Lines::default());
+        let mut reader = Reader::<Pod>::new(false);
         reader.push(&Bytes::from_static(
             b"{\"type\":\"MODIFIED\",\"object\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\
               \"metadata\":{\"name\":\"p\",\"namespace\":\"ns\",\"resourceVersion\":\"7\"}}}\n\
@@ -424,7 +466,7 @@ mod tests {
 
     #[test]
     fn a_broken_protobuf_framing_ends_the_stream() {
-        let mut reader = Reader::Protobuf(Frames::default());
+        let mut reader = Reader::<Pod>::new(true);
         reader.push(&Bytes::copy_from_slice(&u32::MAX.to_be_bytes()));
         assert!(matches!(reader.next_event(), Some(Err(Broken::Stream(_)))));
     }
