@@ -74,6 +74,7 @@ fn fresh_slices(s: &ServiceScenario) -> Vec<EndpointSlice> {
     apply(&mut slices, &full(s, &pods, &[]));
     for slice in &mut slices {
         for ep in &mut slice.endpoints {
+            let ep = std::sync::Arc::make_mut(ep);
             ep.node_name = ep.node_name.as_deref().map(intern);
             ep.zone = ep.zone.as_deref().map(intern);
             if let Some(t) = &mut ep.target_ref {

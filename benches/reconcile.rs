@@ -63,6 +63,7 @@ fn existing_slices(s: &ServiceScenario) -> Vec<EndpointSlice> {
                 }
             };
             for ep in &mut slice.endpoints {
+                let ep = std::sync::Arc::make_mut(ep);
                 interned(&mut ep.node_name);
                 interned(&mut ep.zone);
                 if let Some(t) = &mut ep.target_ref {

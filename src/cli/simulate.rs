@@ -505,7 +505,9 @@ mod tests {
 
         let mut changed = a.clone();
         let ready = changed[from].endpoints[0].conditions.ready;
-        changed[from].endpoints[0].conditions.ready = Some(!ready.unwrap_or(true));
+        std::sync::Arc::make_mut(&mut changed[from].endpoints[0])
+            .conditions
+            .ready = Some(!ready.unwrap_or(true));
         assert!(!same_content(&refs(&a), &refs(&changed)));
     }
 }

@@ -144,7 +144,11 @@ impl Locator {
                 && o.address_type == n.address_type
                 && o.service_name() == n.service_name());
         let kept = |i: usize, pod: &Name, other: Option<&EndpointSlice>| {
-            same_slice && other.and_then(|s| s.endpoints.get(i)).and_then(pod_of) == Some(pod)
+            same_slice
+                && other
+                    .and_then(|s| s.endpoints.get(i))
+                    .and_then(|e| pod_of(e))
+                    == Some(pod)
         };
         if let Some(old) = old
             && let Ok(key) = service_of_slice(old)
@@ -225,6 +229,7 @@ impl Locator {
 mod tests {
     use super::*;
     use crate::model::{Endpoint, Labels, Meta, TargetRef, intern, keys};
+    use std::sync::Arc;
 
     fn slice(name: &str, pods: &[&str]) -> EndpointSlice {
         EndpointSlice {
@@ -243,21 +248,23 @@ mod tests {
             ports: Vec::new(),
             endpoints: pods
                 .iter()
-                .map(|p| Endpoint {
-                    addresses: SmallVec::new(),
-                    conditions: Default::default(),
-                    hostname: None,
-                    target_ref: Some(TargetRef {
-                        kind: None,
-                        namespace: None,
-                        name: Some(Name::new(p)),
-                        uid: None,
-                        api_version: None,
-                        resource_version: None,
-                    }),
-                    node_name: None,
-                    zone: None,
-                    hints: None,
+                .map(|p| {
+                    Arc::new(Endpoint {
+                        addresses: SmallVec::new(),
+                        conditions: Default::default(),
+                        hostname: None,
+                        target_ref: Some(TargetRef {
+                            kind: None,
+                            namespace: None,
+                            name: Some(Name::new(p)),
+                            uid: None,
+                            api_version: None,
+                            resource_version: None,
+                        }),
+                        node_name: None,
+                        zone: None,
+                        hints: None,
+                    })
                 })
                 .collect(),
         }

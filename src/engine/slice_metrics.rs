@@ -288,7 +288,7 @@ mod tests {
             owner_references: Vec::new(),
             address_type: t,
             ports,
-            endpoints: (0..n).map(endpoint).collect(),
+            endpoints: (0..n).map(|i| std::sync::Arc::new(endpoint(i))).collect(),
         }
     }
 

@@ -99,12 +99,12 @@ pub fn slice_difference(old: &EndpointSlice, new: &EndpointSlice) -> String {
     let before: HashMap<String, &Endpoint> = old
         .endpoints
         .iter()
-        .map(|e| (first_address(e), e))
+        .map(|e| (first_address(e), &**e))
         .collect();
     let after: HashMap<String, &Endpoint> = new
         .endpoints
         .iter()
-        .map(|e| (first_address(e), e))
+        .map(|e| (first_address(e), &**e))
         .collect();
     let added: Vec<&str> = after
         .keys()

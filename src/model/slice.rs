@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 
@@ -121,6 +122,13 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// Sets the hints of an endpoint shared between slices, copying it only when they change.
+    pub fn set_hints(endpoint: &mut Arc<Endpoint>, hints: Option<Box<Hints>>) {
+        if endpoint.hints != hints {
+            Arc::make_mut(endpoint).hints = hints;
+        }
+    }
+
     /// Upstream's "equal beyond hash": the attributes that make an endpoint need rewriting. Hints and
     /// the order of addresses are not compared; the target's resourceVersion is ignored.
     pub fn same_attributes(&self, other: &Endpoint) -> bool {
@@ -167,7 +175,7 @@ pub struct EndpointSlice {
     pub address_type: AddressType,
     /// A nil list and an empty list are the same to every rule.
     pub ports: Vec<EndpointPort>,
-    pub endpoints: Vec<Endpoint>,
+    pub endpoints: Vec<Arc<Endpoint>>,
 }
 
 impl EndpointSlice {

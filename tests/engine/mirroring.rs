@@ -546,7 +546,7 @@ fn restart_with_equal_slices_writes_nothing() {
     // As another writer may have left it: endpoints in another order, hints that mirroring never
     // compares.
     slice.endpoints.reverse();
-    slice.endpoints[0].hints = Some(Box::new(Hints::default()));
+    std::sync::Arc::make_mut(&mut slice.endpoints[0]).hints = Some(Box::new(Hints::default()));
     let p = plan(&ep, &[slice]);
     assert_eq!(writes(&p), (0, 0, 0));
     assert!(p.events.is_empty());
@@ -648,7 +648,9 @@ fn writes_go_creates_then_updates_then_deletes_in_one_group() {
     ]);
     // The IPv4 slice of port 80 exists with a stale readiness; the other two keys are new.
     let mut v4 = existing("ext-aaaaa", &ep);
-    v4.endpoints[0].conditions.ready = Some(false);
+    std::sync::Arc::make_mut(&mut v4.endpoints[0])
+        .conditions
+        .ready = Some(false);
     let p = plan(&ep, std::slice::from_ref(&v4));
     assert_eq!(writes(&p), (2, 1, 0));
     assert_eq!(p.per_type.len(), 1);

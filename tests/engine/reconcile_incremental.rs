@@ -673,7 +673,8 @@ fn unsupported_address_type_is_not_incremental() {
 fn hints_in_a_rewritten_slice_are_not_incremental() {
     let mut world = base_world(&base_spec());
     // Pod 0's endpoint is in the first slice.
-    world.slices[0].endpoints[1].hints = Some(Box::new(Hints::default()));
+    std::sync::Arc::make_mut(&mut world.slices[0].endpoints[1]).hints =
+        Some(Box::new(Hints::default()));
     assert!(flip_first(&mut world).is_none());
 }
 

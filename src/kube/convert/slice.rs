@@ -1,6 +1,8 @@
 //! EndpointSlices and Endpoints, both ways. Writing gives what the API server would serve back, so
 //! that reading it again gives the same model.
 
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 
@@ -48,7 +50,7 @@ pub fn endpoint_slice_from_k8s(
         .endpoints
         .iter()
         .enumerate()
-        .map(|(i, e)| endpoint(i, e, &address_type))
+        .map(|(i, e)| endpoint(i, e, &address_type).map(Arc::new))
         .collect::<Result<_, _>>()?;
     Ok(EndpointSlice {
         generate_name: s
@@ -147,7 +149,7 @@ pub fn endpoint_slice_to_k8s(s: &EndpointSlice) -> discovery::EndpointSlice {
                 })
                 .collect(),
         ),
-        endpoints: s.endpoints.iter().map(endpoint_to_k8s).collect(),
+        endpoints: s.endpoints.iter().map(|e| endpoint_to_k8s(e)).collect(),
     }
 }
 

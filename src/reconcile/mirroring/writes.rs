@@ -2,6 +2,8 @@
 //! ports) key, kept when current, else rewritten whole under its name; surplus and stale slices
 //! deleted; a create and a delete of one address type recycled into an update.
 
+use std::sync::Arc;
+
 use super::desired::{Group, port_key};
 use super::{slice_annotations, slice_labels};
 use crate::model::{
@@ -75,7 +77,12 @@ impl Target<'_> {
             }],
             address_type: group.address_type.clone(),
             ports: group.ports.clone(),
-            endpoints: group.endpoints.iter().take(self.max).cloned().collect(),
+            endpoints: group
+                .endpoints
+                .iter()
+                .take(self.max)
+                .map(|e| Arc::new(e.clone()))
+                .collect(),
         }
     }
 }

@@ -67,6 +67,28 @@ impl Candidate<'_> {
         }
     }
 
+    /// The endpoint to write where `existing` stands: `existing` itself, shared, when it is exactly
+    /// what [`Self::to_endpoint`] would build; else that build.
+    pub(crate) fn endpoint_for(&self, existing: &Arc<Endpoint>) -> Arc<Endpoint> {
+        if self.builds(existing) {
+            Arc::clone(existing)
+        } else {
+            Arc::new(self.to_endpoint())
+        }
+    }
+
+    /// `ep` equals what [`Self::to_endpoint`] builds, field for field.
+    fn builds(&self, ep: &Endpoint) -> bool {
+        ep.hints.is_none()
+            && ep.hostname.as_ref() == self.hostname
+            && ep.addresses == self.addresses
+            && ep
+                .target_ref
+                .as_ref()
+                .is_some_and(|t| t.resource_version.is_none())
+            && self.same_attributes(ep)
+    }
+
     /// Upstream's "equal beyond hash" between this desired endpoint and an existing one: node, zone,
     /// conditions and target (without resourceVersion). Hints and address order are not compared.
     pub(crate) fn same_attributes(&self, ep: &Endpoint) -> bool {
@@ -424,4 +446,56 @@ pub(crate) fn desired_endpoints<'a>(
         g.total = g.desired.len();
     }
     Desired { groups, errors }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{IpFamily, intern};
+
+    /// An endpoint is shared only when it is exactly what would be built: any field apart, and a
+    /// new one is built.
+    #[test]
+    fn an_existing_endpoint_is_kept_only_when_equal_to_the_build() {
+        let scenario = crate::sim::single_service(3);
+        let pod = &scenario.pods[0];
+        let zone = intern("zone-a");
+        let c = candidate(&scenario.service, pod, Some(&zone), IpFamily::V4)
+            .unwrap_or_else(|| panic!("the pod has an endpoint"));
+        let built = Arc::new(c.to_endpoint());
+        let kept = c.endpoint_for(&built);
+        assert!(Arc::ptr_eq(&kept, &built), "equal: shared");
+
+        type Edit = fn(&mut Endpoint);
+        let edits: [(&str, Edit); 8] = [
+            ("hints", |e| e.hints = Some(Box::default())),
+            ("hostname", |e| e.hostname = Some(Name::new("h"))),
+            ("addresses", |e| e.addresses.clear()),
+            ("target resourceVersion", |e| {
+                if let Some(t) = e.target_ref.as_mut() {
+                    t.resource_version = Some(Name::new("7"));
+                }
+            }),
+            ("target uid", |e| {
+                if let Some(t) = e.target_ref.as_mut() {
+                    t.uid = None;
+                }
+            }),
+            ("conditions", |e| e.conditions.ready = Some(false)),
+            ("node", |e| e.node_name = None),
+            ("zone", |e| e.zone = Some(intern("zone-b"))),
+        ];
+        for (what, edit) in edits {
+            let mut other = (*built).clone();
+            edit(&mut other);
+            assert_ne!(other, *built, "{what}: the edit changes the endpoint");
+            let other = Arc::new(other);
+            let written = c.endpoint_for(&other);
+            assert!(
+                !Arc::ptr_eq(&written, &other),
+                "{what}: a new endpoint is built"
+            );
+            assert_eq!(*written, *built, "{what}: the build, not the existing one");
+        }
+    }
 }

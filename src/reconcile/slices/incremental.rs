@@ -59,6 +59,8 @@
 //!
 //! [`reconcile`]: super::reconcile
 
+use std::sync::Arc;
+
 use smallvec::SmallVec;
 
 use super::desired::{
@@ -298,7 +300,7 @@ impl Pending<'_> {
         while slice.endpoints.len() < max && self.next < self.candidates.len() {
             slice
                 .endpoints
-                .push(self.candidates[self.next].to_endpoint());
+                .push(Arc::new(self.candidates[self.next].to_endpoint()));
             self.next += 1;
         }
     }
@@ -347,7 +349,7 @@ impl<'a> Shared<'_, 'a> {
         let mut removed = 0;
         for &i in &touched {
             let slice = slices[i];
-            let mut kept: Vec<Endpoint> = Vec::with_capacity(slice.endpoints.len());
+            let mut kept: Vec<Arc<Endpoint>> = Vec::with_capacity(slice.endpoints.len());
             let mut endpoint_updated = false;
             for ep in &slice.endpoints {
                 if ep.hints.is_some() {
@@ -364,7 +366,7 @@ impl<'a> Shared<'_, 'a> {
                             && let Some(f) = fresh[c].take()
                         {
                             endpoint_updated |= !f.same_attributes(ep);
-                            kept.push(f.to_endpoint());
+                            kept.push(f.endpoint_for(ep));
                         }
                     }
                     Err(_) => kept.push(ep.clone()),

@@ -2,6 +2,8 @@
 //! they are, top up slices that are being written anyway (fullest first), put a remainder that fits
 //! into the one unchanged slice it fills best, and only then create slices.
 
+use std::sync::Arc;
+
 use super::desired::PortGroup;
 use crate::model::{Endpoint, EndpointSlice, Labels};
 
@@ -23,7 +25,7 @@ pub(crate) enum State {
 
 /// An existing slice some of whose endpoints were dropped or changed: deleted when none is kept,
 /// else rewritten with the kept ones (fresh from their pods) and the desired labels.
-pub(crate) fn rewrite(slice: &EndpointSlice, kept: Vec<Endpoint>, labels: &Labels) -> State {
+pub(crate) fn rewrite(slice: &EndpointSlice, kept: Vec<Arc<Endpoint>>, labels: &Labels) -> State {
     if kept.is_empty() {
         return State::Delete;
     }
@@ -79,20 +81,23 @@ pub(crate) fn place(
     // 1. Keep each existing endpoint that is still desired, in its place, with fresh attributes.
     for slice in existing {
         // The desired endpoints found here; built from their pods only if the slice changes.
-        let mut kept: Vec<u32> = Vec::new();
+        let mut kept: Vec<(u32, &Arc<Endpoint>)> = Vec::new();
         let mut endpoint_updated = false;
         for ep in &slice.endpoints {
             if let Some(index) = desired.take(ep) {
                 if !desired.get(index).same_attributes(ep) {
                     endpoint_updated = true;
                 }
-                kept.push(index);
+                kept.push((index, ep));
             }
         }
         let relabel = labels_changed(slice, labels);
         let state = if endpoint_updated || kept.len() != slice.endpoints.len() {
             removed += slice.endpoints.len() - kept.len();
-            let kept = kept.iter().map(|&i| desired.get(i).to_endpoint()).collect();
+            let kept = kept
+                .iter()
+                .map(|&(i, ep)| desired.get(i).endpoint_for(ep))
+                .collect();
             rewrite(slice, kept, &labels.desired)
         } else if relabel {
             let mut copy = (*slice).clone();
@@ -209,7 +214,7 @@ fn fill(slice: &mut EndpointSlice, desired: &mut super::desired::DesiredSet<'_>,
     slice.endpoints.reserve_exact(room);
     while slice.endpoints.len() < max {
         match desired.pop() {
-            Some(ep) => slice.endpoints.push(ep),
+            Some(ep) => slice.endpoints.push(Arc::new(ep)),
             None => break,
         }
     }

@@ -176,7 +176,7 @@ pub(super) fn add_hints(
                 break 'hint;
             };
             *allocated.entry(zone.clone()).or_default() += 1;
-            endpoint.hints = zone_hint(zone);
+            Endpoint::set_hints(endpoint, zone_hint(zone));
         }
     }
     if missing_zone {
@@ -321,7 +321,7 @@ fn redistribute(
             to_receive -= 1;
             add(&giver.0, -1);
             add(&receiver.0, 1);
-            endpoint.hints = zone_hint(receiver.0.clone());
+            Endpoint::set_hints(endpoint, zone_hint(receiver.0.clone()));
         }
     }
     diffs

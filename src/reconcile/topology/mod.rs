@@ -14,7 +14,7 @@ mod tests;
 pub use cache::TopologyCache;
 
 use super::{Event, Options, TopologyChange};
-use crate::model::{AddressType, EndpointSlice, Labels, Service, keys};
+use crate::model::{AddressType, Endpoint, EndpointSlice, Labels, Service, keys};
 
 /// Event reasons, as upstream records them on the Service.
 pub const REASON_HINTS_ENABLED: &str = "TopologyAwareHintsEnabled";
@@ -161,14 +161,14 @@ fn strip_hints<'a>(
 ) {
     for slice in creates.iter_mut().chain(updates.iter_mut()) {
         for endpoint in &mut slice.endpoints {
-            endpoint.hints = None;
+            Endpoint::set_hints(endpoint, None);
         }
     }
     for slice in unchanged {
         if slice.endpoints.iter().any(|e| e.hints.is_some()) {
             let mut copy = slice.clone();
             for endpoint in &mut copy.endpoints {
-                endpoint.hints = None;
+                Endpoint::set_hints(endpoint, None);
             }
             updates.push(copy);
         }

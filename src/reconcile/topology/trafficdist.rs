@@ -1,6 +1,8 @@
 //! Hints for `spec.trafficDistribution` (PreferClose, PreferSameZone, PreferSameNode): every ready
 //! endpoint is hinted to its own zone, and to its own node for PreferSameNode. No balancing.
 
+use std::sync::Arc;
+
 use smallvec::{SmallVec, smallvec};
 
 use crate::model::{Endpoint, EndpointSlice, Hints};
@@ -45,7 +47,7 @@ fn needs_update(endpoint: &Endpoint, node_hints: bool) -> bool {
 
 /// Hints a ready endpoint to its own zone (and node, for PreferSameNode); no hints when it has
 /// neither. Not-ready endpoints keep what they have.
-fn set_hints(endpoint: &mut Endpoint, node_hints: bool) {
+fn set_hints(endpoint: &mut Arc<Endpoint>, node_hints: bool) {
     if !endpoint.is_ready() {
         return;
     }
@@ -54,7 +56,7 @@ fn set_hints(endpoint: &mut Endpoint, node_hints: bool) {
         Some(node) if node_hints => smallvec![node.clone()],
         _ => SmallVec::new(),
     };
-    endpoint.hints = if for_zones.is_empty() && for_nodes.is_empty() {
+    let hints = if for_zones.is_empty() && for_nodes.is_empty() {
         None
     } else {
         Some(Box::new(Hints {
@@ -62,4 +64,5 @@ fn set_hints(endpoint: &mut Endpoint, node_hints: bool) {
             for_nodes,
         }))
     };
+    Endpoint::set_hints(endpoint, hints);
 }

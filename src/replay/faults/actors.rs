@@ -110,11 +110,12 @@ fn act_on_slice(
                     edited.endpoints.remove(rng.below(n));
                 }
                 (1, 1..) => {
-                    let ep = &mut edited.endpoints[rng.below(n)];
+                    let ep = std::sync::Arc::make_mut(&mut edited.endpoints[rng.below(n)]);
                     ep.conditions.ready = Some(ep.conditions.ready != Some(true));
                 }
                 (2, 1..) => {
-                    edited.endpoints[rng.below(n)].zone = Some(Name::new("zone-elsewhere"));
+                    std::sync::Arc::make_mut(&mut edited.endpoints[rng.below(n)]).zone =
+                        Some(Name::new("zone-elsewhere"));
                 }
                 _ => {
                     edited.meta.labels = edited.meta.labels.with("edited-by", "someone-else");

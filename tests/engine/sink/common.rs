@@ -1,6 +1,7 @@
 //! Builders shared by the sink tests.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use sliced::model::{
     Address, AddressType, Conditions, Endpoint, EndpointPort, EndpointSlice, Labels, Meta,
@@ -10,9 +11,9 @@ use sliced::sink::{MemorySink, Object, WriteError};
 
 pub const ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
 
-pub fn endpoint(ip: &str) -> Endpoint {
+pub fn endpoint(ip: &str) -> Arc<Endpoint> {
     let ip: IpAddr = ip.parse().unwrap();
-    Endpoint {
+    Arc::new(Endpoint {
         addresses: [Address::Ip(ip)].into_iter().collect(),
         conditions: Conditions {
             ready: Some(true),
@@ -24,7 +25,7 @@ pub fn endpoint(ip: &str) -> Endpoint {
         node_name: None,
         zone: None,
         hints: None,
-    }
+    })
 }
 
 /// A slice of service ns/svc; an empty name makes it a generateName create.

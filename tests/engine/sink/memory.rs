@@ -146,7 +146,9 @@ fn generation_bumps_only_on_spec_or_label_changes() {
     assert_eq!(after_labels.meta.labels, labels_only.meta.labels);
 
     let mut endpoints = after_labels.clone();
-    endpoints.endpoints[0].conditions.ready = Some(false);
+    std::sync::Arc::make_mut(&mut endpoints.endpoints[0])
+        .conditions
+        .ready = Some(false);
     let after_ep = sink.update(obj(&endpoints)).unwrap().into_slice().unwrap();
     assert_eq!(after_ep.meta.generation, 3);
 

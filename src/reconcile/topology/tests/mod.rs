@@ -73,7 +73,7 @@ fn slice(name: &str, endpoints: Vec<Endpoint>) -> EndpointSlice {
         owner_references: Vec::new(),
         address_type: V4,
         ports: Vec::new(),
-        endpoints,
+        endpoints: endpoints.into_iter().map(std::sync::Arc::new).collect(),
     }
 }
 
