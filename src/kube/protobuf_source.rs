@@ -54,13 +54,13 @@ fn non_empty(s: &str) -> Option<String> {
 
 impl<T> Decoded<T> {
     /// The key, uid and version of `metadata`, and `object` converted from it.
-    pub fn new(metadata: &ObjectMeta, object: Result<T, ConvertError>) -> Self {
+    pub fn new(metadata: ObjectMeta, object: Result<T, ConvertError>) -> Self {
         Decoded {
             metadata: ObjectMeta {
-                name: metadata.name.clone(),
-                namespace: metadata.namespace.clone(),
-                uid: metadata.uid.clone(),
-                resource_version: metadata.resource_version.clone(),
+                name: metadata.name,
+                namespace: metadata.namespace,
+                uid: metadata.uid,
+                resource_version: metadata.resource_version,
                 ..ObjectMeta::default()
             },
             object: Mutex::new(Some(object)),
@@ -107,7 +107,15 @@ impl<T> Decoded<T> {
 impl<T: DecodedKind> Decoded<T> {
     fn from_json(object: &T::Json) -> Self {
         use k8s_openapi::Metadata;
-        Decoded::new(object.metadata(), T::from_json(object))
+        let m = object.metadata();
+        let key = ObjectMeta {
+            name: m.name.clone(),
+            namespace: m.namespace.clone(),
+            uid: m.uid.clone(),
+            resource_version: m.resource_version.clone(),
+            ..ObjectMeta::default()
+        };
+        Decoded::new(key, T::from_json(object))
     }
 }
 

@@ -69,7 +69,8 @@ impl DecodedKind for Node {
 
     fn from_protobuf(message: &[u8]) -> Result<Decoded<Self>, ConvertError> {
         let node = protobuf::node(message)?;
-        Ok(Decoded::new(&node.metadata, node_from_k8s(&node)))
+        let converted = node_from_k8s(&node);
+        Ok(Decoded::new(node.metadata, converted))
     }
 }
 
@@ -84,10 +85,8 @@ impl DecodedKind for EndpointSlice {
 
     fn from_protobuf(message: &[u8]) -> Result<Decoded<Self>, ConvertError> {
         let slice = protobuf::endpoint_slice(message)?;
-        Ok(Decoded::new(
-            &slice.metadata,
-            endpoint_slice_from_k8s(&slice),
-        ))
+        let converted = endpoint_slice_from_k8s(&slice);
+        Ok(Decoded::new(slice.metadata, converted))
     }
 }
 
@@ -102,9 +101,7 @@ impl DecodedKind for Endpoints {
 
     fn from_protobuf(message: &[u8]) -> Result<Decoded<Self>, ConvertError> {
         let endpoints = protobuf::endpoints(message)?;
-        Ok(Decoded::new(
-            &endpoints.metadata,
-            endpoints_from_k8s(&endpoints),
-        ))
+        let converted = endpoints_from_k8s(&endpoints);
+        Ok(Decoded::new(endpoints.metadata, converted))
     }
 }
