@@ -5,6 +5,7 @@
 //! source as it drives kube-rs's typed API for Services.
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -154,6 +155,8 @@ impl<T: DecodedKind> k8s_openapi::Metadata for Decoded<T> {
 pub struct ProtobufSource<T> {
     client: Client,
     request: Request,
+    /// A JSON answer was reported: an operator is told once per kind, not once per watch.
+    told_json: AtomicBool,
     kind: PhantomData<fn() -> T>,
 }
 
@@ -162,6 +165,7 @@ impl<T: DecodedKind> ProtobufSource<T> {
         ProtobufSource {
             client,
             request: Request::new(T::PATH),
+            told_json: AtomicBool::new(false),
             kind: PhantomData,
         }
     }
@@ -180,6 +184,12 @@ impl<T: DecodedKind> ProtobufSource<T> {
         if !parts.status.is_success() {
             let bytes = body.collect().await?.to_bytes();
             return Err(api_error(parts.status.as_u16(), protobuf, &bytes));
+        }
+        if !protobuf && !self.told_json.swap(true, Ordering::Relaxed) {
+            tracing::info!(
+                path = T::PATH,
+                "the API server answers in JSON, not protobuf: reading JSON (slower to decode)"
+            );
         }
         Ok((protobuf, parts, body))
     }
