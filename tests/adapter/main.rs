@@ -21,4 +21,5 @@ mod protobuf_node;
 mod protobuf_pod;
 mod protobuf_slice;
 mod run_e2e;
+mod upstream;
 mod watched_pod;

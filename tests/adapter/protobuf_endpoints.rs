@@ -4,37 +4,20 @@
 //! encoded by prost from upstream's messages. Malformed bytes are errors, never panics.
 
 use k8s_openapi::api::core::v1 as core;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 use sliced::kube::convert::endpoints_from_k8s;
 use sliced::kube::protobuf;
 
 use crate::protobuf_objects;
-
-const CLUSTER: &str = include_str!("../../fixtures/upstream-1.36/cluster.json");
+use crate::upstream::{objects_of_kind, whole_seconds};
 
 fn upstream_endpoints() -> Vec<core::Endpoints> {
-    let list: Value = serde_json::from_str(CLUSTER).unwrap();
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| i["kind"] == "Endpoints")
-        .map(|i| serde_json::from_value(i.clone()).unwrap())
-        .collect()
+    objects_of_kind("Endpoints")
 }
 
 fn assert_same_conversion(endpoints: &core::Endpoints, case: &str) {
     let mut whole = endpoints.clone();
-    for Time(time) in [
-        &mut whole.metadata.creation_timestamp,
-        &mut whole.metadata.deletion_timestamp,
-    ]
-    .into_iter()
-    .flatten()
-    {
-        *time = jiff::Timestamp::from_second(time.as_second()).unwrap_or(*time);
-    }
+    whole_seconds(&mut whole.metadata);
     let bytes = protobuf_objects::endpoints_object(endpoints);
     let decoded = protobuf::endpoints_object(&bytes).and_then(|e| endpoints_from_k8s(&e));
     assert_eq!(decoded, endpoints_from_k8s(&whole), "{case}");

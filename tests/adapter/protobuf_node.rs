@@ -9,18 +9,10 @@ use sliced::kube::convert::node_from_k8s;
 use sliced::kube::protobuf;
 
 use crate::protobuf_objects;
-
-const CLUSTER: &str = include_str!("../../fixtures/upstream-1.36/cluster.json");
+use crate::upstream::objects_of_kind;
 
 fn upstream_nodes() -> Vec<core::Node> {
-    let list: Value = serde_json::from_str(CLUSTER).unwrap();
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| i["kind"] == "Node")
-        .map(|i| serde_json::from_value(i.clone()).unwrap())
-        .collect()
+    objects_of_kind("Node")
 }
 
 fn assert_same_conversion(node: &core::Node, case: &str) {

@@ -4,48 +4,24 @@
 //! upstream's messages. Malformed bytes are errors, never panics.
 
 use k8s_openapi::api::discovery::v1 as discovery;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde_json::{Value, json};
 use sliced::kube::convert::endpoint_slice_from_k8s;
 use sliced::kube::protobuf;
 
 use crate::protobuf_objects;
-
-const CLUSTER: &str = include_str!("../../fixtures/upstream-1.36/cluster.json");
+use crate::upstream::{objects_of_kind, whole_seconds};
 
 fn upstream_slices() -> Vec<discovery::EndpointSlice> {
-    let list: Value = serde_json::from_str(CLUSTER).unwrap();
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|i| i["kind"] == "EndpointSlice")
-        .map(|i| serde_json::from_value(i.clone()).unwrap())
-        .collect()
-}
-
-/// The slice with its times in whole seconds, as protobuf carries them.
-fn whole_seconds(slice: &discovery::EndpointSlice) -> discovery::EndpointSlice {
-    let cut = |t: &mut Option<Time>| {
-        if let Some(time) = t {
-            time.0 = jiff::Timestamp::from_second(time.0.as_second()).unwrap_or(time.0);
-        }
-    };
-    let mut slice = slice.clone();
-    cut(&mut slice.metadata.creation_timestamp);
-    cut(&mut slice.metadata.deletion_timestamp);
-    slice
+    objects_of_kind("EndpointSlice")
 }
 
 fn assert_same_conversion(slice: &discovery::EndpointSlice, case: &str) {
+    let mut whole = slice.clone();
+    whole_seconds(&mut whole.metadata);
     let bytes = protobuf_objects::endpoint_slice_object(slice);
     let decoded = protobuf::endpoint_slice_object(&bytes);
     let decoded = decoded.and_then(|s| endpoint_slice_from_k8s(&s));
-    assert_eq!(
-        decoded,
-        endpoint_slice_from_k8s(&whole_seconds(slice)),
-        "{case}"
-    );
+    assert_eq!(decoded, endpoint_slice_from_k8s(&whole), "{case}");
 }
 
 #[test]
