@@ -105,6 +105,17 @@ impl<T> Decoded<T> {
     }
 }
 
+impl<T> Decoded<T> {
+    /// A k8s-openapi object converted by `convert`, under its own metadata's key.
+    pub fn converted<K>(mut object: K, convert: impl FnOnce(&K) -> Result<T, ConvertError>) -> Self
+    where
+        K: k8s_openapi::Metadata<Ty = ObjectMeta>,
+    {
+        let converted = convert(&object);
+        Decoded::new(std::mem::take(object.metadata_mut()), converted)
+    }
+}
+
 impl<T: DecodedKind> Decoded<T> {
     fn from_json(object: &T::Json) -> Self {
         use k8s_openapi::Metadata;

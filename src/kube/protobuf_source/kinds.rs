@@ -68,9 +68,7 @@ impl DecodedKind for Node {
     }
 
     fn from_protobuf(message: &[u8]) -> Result<Decoded<Self>, ConvertError> {
-        let node = protobuf::node(message)?;
-        let converted = node_from_k8s(&node);
-        Ok(Decoded::new(node.metadata, converted))
+        Ok(Decoded::converted(protobuf::node(message)?, node_from_k8s))
     }
 }
 
@@ -84,9 +82,10 @@ impl DecodedKind for EndpointSlice {
     }
 
     fn from_protobuf(message: &[u8]) -> Result<Decoded<Self>, ConvertError> {
-        let slice = protobuf::endpoint_slice(message)?;
-        let converted = endpoint_slice_from_k8s(&slice);
-        Ok(Decoded::new(slice.metadata, converted))
+        Ok(Decoded::converted(
+            protobuf::endpoint_slice(message)?,
+            endpoint_slice_from_k8s,
+        ))
     }
 }
 
@@ -100,8 +99,9 @@ impl DecodedKind for Endpoints {
     }
 
     fn from_protobuf(message: &[u8]) -> Result<Decoded<Self>, ConvertError> {
-        let endpoints = protobuf::endpoints(message)?;
-        let converted = endpoints_from_k8s(&endpoints);
-        Ok(Decoded::new(endpoints.metadata, converted))
+        Ok(Decoded::converted(
+            protobuf::endpoints(message)?,
+            endpoints_from_k8s,
+        ))
     }
 }
