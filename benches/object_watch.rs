@@ -15,9 +15,13 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use sliced::kube::convert::{endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s};
+use sliced::kube::convert::{
+    ConvertError, endpoint_slice_from_k8s, endpoints_from_k8s, node_from_k8s,
+};
 use sliced::kube::protobuf;
 
 // The binary's allocator, so that the bench measures what ships.
@@ -52,31 +56,55 @@ fn slice() -> discovery::EndpointSlice {
     slice
 }
 
+/// One object's watch event read both ways, each converted into the model by `convert`: its JSON
+/// decoded into k8s-openapi's type (`json_{case}`), and its protobuf decoded in place by `decode`
+/// (`protobuf_{case}`). Prints both sizes.
+fn json_against_protobuf<K, M>(
+    c: &mut Criterion,
+    group: &str,
+    case: &str,
+    object: &K,
+    protobuf: Vec<u8>,
+    decode: fn(&[u8]) -> Result<K, ConvertError>,
+    convert: fn(&K) -> Result<M, ConvertError>,
+) where
+    K: Serialize + DeserializeOwned,
+{
+    let json = serde_json::to_vec(object).unwrap_or_default();
+    let mut g = c.benchmark_group(group);
+    g.throughput(Throughput::Elements(1));
+    g.bench_function(format!("json_{case}"), |b| {
+        b.iter(|| {
+            let decoded: K = serde_json::from_slice(black_box(&json)).expect("its own JSON");
+            convert(&decoded).expect("converts")
+        })
+    });
+    g.bench_function(format!("protobuf_{case}"), |b| {
+        b.iter(|| {
+            let decoded = decode(black_box(&protobuf)).expect("decodes");
+            convert(&decoded).expect("converts")
+        })
+    });
+    g.finish();
+    println!(
+        "{group}/{case}: {} bytes as JSON, {} as protobuf",
+        json.len(),
+        protobuf.len()
+    );
+}
+
 fn slice_event(c: &mut Criterion) {
     let slice = slice();
     assert_eq!(slice.endpoints.len(), 100);
-    let json = serde_json::to_vec(&slice).unwrap_or_default();
     let pb = protobuf_objects::endpoint_slice_object(&slice);
-    let mut group = c.benchmark_group("slice_event");
-    group.throughput(Throughput::Elements(1));
-    group.bench_function("json_100_endpoints", |b| {
-        b.iter(|| {
-            let decoded: discovery::EndpointSlice =
-                serde_json::from_slice(black_box(&json)).expect("the slice's own JSON");
-            endpoint_slice_from_k8s(&decoded).expect("converts")
-        })
-    });
-    group.bench_function("protobuf_100_endpoints", |b| {
-        b.iter(|| {
-            let decoded = protobuf::endpoint_slice_object(black_box(&pb)).expect("decodes");
-            endpoint_slice_from_k8s(&decoded).expect("converts")
-        })
-    });
-    group.finish();
-    println!(
-        "slice of 100 endpoints: {} bytes as JSON, {} as protobuf",
-        json.len(),
-        pb.len()
+    json_against_protobuf(
+        c,
+        "slice_event",
+        "100_endpoints",
+        &slice,
+        pb,
+        protobuf::endpoint_slice_object,
+        endpoint_slice_from_k8s,
     );
 }
 
@@ -96,28 +124,16 @@ fn endpoints_event(c: &mut Criterion) {
         .flatten()
         .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
         .sum();
-    let json = serde_json::to_vec(&endpoints).unwrap_or_default();
+    println!("the largest upstream Endpoints object: {addresses} ready addresses");
     let pb = protobuf_objects::endpoints_object(&endpoints);
-    let mut group = c.benchmark_group("endpoints_event");
-    group.throughput(Throughput::Elements(1));
-    group.bench_function("json_largest_upstream", |b| {
-        b.iter(|| {
-            let decoded: core::Endpoints =
-                serde_json::from_slice(black_box(&json)).expect("the object's own JSON");
-            endpoints_from_k8s(&decoded).expect("converts")
-        })
-    });
-    group.bench_function("protobuf_largest_upstream", |b| {
-        b.iter(|| {
-            let decoded = protobuf::endpoints_object(black_box(&pb)).expect("decodes");
-            endpoints_from_k8s(&decoded).expect("converts")
-        })
-    });
-    group.finish();
-    println!(
-        "Endpoints of {addresses} ready addresses: {} bytes as JSON, {} as protobuf",
-        json.len(),
-        pb.len()
+    json_against_protobuf(
+        c,
+        "endpoints_event",
+        "largest_upstream",
+        &endpoints,
+        pb,
+        protobuf::endpoints_object,
+        endpoints_from_k8s,
     );
 }
 
@@ -165,28 +181,15 @@ fn node() -> core::Node {
 
 fn node_event(c: &mut Criterion) {
     let node = node();
-    let json = serde_json::to_vec(&node).unwrap_or_default();
     let pb = protobuf_objects::node_object(&node);
-    let mut group = c.benchmark_group("node_event");
-    group.throughput(Throughput::Elements(1));
-    group.bench_function("json_kubelet_status", |b| {
-        b.iter(|| {
-            let decoded: core::Node =
-                serde_json::from_slice(black_box(&json)).expect("the node's own JSON");
-            node_from_k8s(&decoded).expect("converts")
-        })
-    });
-    group.bench_function("protobuf_kubelet_status", |b| {
-        b.iter(|| {
-            let decoded = protobuf::node_object(black_box(&pb)).expect("decodes");
-            node_from_k8s(&decoded).expect("converts")
-        })
-    });
-    group.finish();
-    println!(
-        "node with a kubelet's status: {} bytes as JSON, {} as protobuf",
-        json.len(),
-        pb.len()
+    json_against_protobuf(
+        c,
+        "node_event",
+        "kubelet_status",
+        &node,
+        pb,
+        protobuf::node_object,
+        node_from_k8s,
     );
 }
 
