@@ -40,15 +40,6 @@ pub struct Decoded<T> {
     object: Mutex<Option<Result<T, ConvertError>>>,
 }
 
-impl<T> Default for Decoded<T> {
-    fn default() -> Self {
-        Decoded {
-            metadata: ObjectMeta::default(),
-            object: Mutex::new(None),
-        }
-    }
-}
-
 fn non_empty(s: &str) -> Option<String> {
     (!s.is_empty()).then(|| s.to_string())
 }
