@@ -4,6 +4,7 @@
 mod compact;
 mod intern;
 mod labels;
+mod load_balancer;
 mod objects;
 mod slice;
 
@@ -11,6 +12,7 @@ pub(crate) use compact::PackedTime;
 pub use compact::{PodIps, ResourceVersion, Uid, compare_resource_versions};
 pub use intern::{Name, intern, interned_count};
 pub use labels::Labels;
+pub use load_balancer::*;
 pub use objects::*;
 pub use slice::*;
 

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::{Labels, Name, PackedTime, PodIps, ResourceVersion, Timestamp, Uid};
+use super::{
+    Labels, Name, PackedTime, PodIps, ResourceVersion, ServiceLoadBalancer, Timestamp, Uid,
+};
 
 /// The identity and bookkeeping fields every stored object has; pods keep theirs as [`PodMeta`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -116,6 +118,9 @@ pub struct Service {
     pub ports: Vec<ServicePort>,
     pub publish_not_ready_addresses: bool,
     pub traffic_distribution: Option<Name>,
+    /// What the service controller reads; `None` for a Service that is not of type LoadBalancer
+    /// and holds neither its finalizer nor an ingress.
+    pub load_balancer: Option<Box<ServiceLoadBalancer>>,
 }
 
 impl Service {
@@ -446,6 +451,12 @@ pub struct Node {
     pub labels: Labels,
     pub ready: bool,
     pub allocatable_cpu_millis: i64,
+    /// `spec.providerID`: a load balancer's backends are told by it.
+    pub provider_id: Option<Name>,
+    /// A deletionTimestamp is set.
+    pub deleting: bool,
+    /// Tainted `ToBeDeletedByClusterAutoscaler` (any value or effect).
+    pub to_be_deleted: bool,
 }
 
 impl Node {

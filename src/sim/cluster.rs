@@ -168,6 +168,7 @@ pub fn generate(spec: &ClusterSpec) -> Cluster {
                 name: intern(&name),
                 ready: true,
                 allocatable_cpu_millis: spec.node_cpu_millis,
+                ..Node::default()
             });
         }
         zones.push(Zone {

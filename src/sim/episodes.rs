@@ -241,6 +241,7 @@ impl Churn {
             name: intern(&name),
             ready: true,
             allocatable_cpu_millis: template.node.allocatable_cpu_millis,
+            ..Node::default()
         };
         self.schedulable.insert(self.nodes.len());
         self.nodes.push(NodeState {

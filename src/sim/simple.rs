@@ -34,6 +34,7 @@ fn nodes(count: usize) -> impl Iterator<Item = Node> {
         labels: Labels::from_pairs([(keys::LABEL_ZONE, ZONES[i % ZONES.len()])]),
         ready: true,
         allocatable_cpu_millis: 4000,
+        ..Node::default()
     })
 }
 

@@ -34,7 +34,7 @@ fn every_upstream_node_converts_the_same_from_protobuf() {
 #[test]
 fn edge_cases_convert_the_same_from_protobuf() {
     type Edit = fn(&mut Value);
-    let cases: [(&str, Edit); 10] = [
+    let cases: [(&str, Edit); 12] = [
         ("not ready", |n| {
             n["status"]["conditions"][0]["status"] = json!("False");
         }),
@@ -71,6 +71,20 @@ fn edge_cases_convert_the_same_from_protobuf() {
             n["status"]["images"] = json!([{"names": ["registry.k8s.io/pause:3.10"],
                 "sizeBytes": 320368}]);
             n["status"]["volumesInUse"] = json!(["kubernetes.io/csi/ebs^vol-1"]);
+        }),
+        (
+            "taints, the autoscaler's among them, and being deleted",
+            |n| {
+                n["metadata"]["deletionTimestamp"] = json!("2026-11-27T10:00:00Z");
+                n["spec"]["taints"] = json!([
+                {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
+                {"key": "ToBeDeletedByClusterAutoscaler", "value": "1732700000",
+                    "effect": "NoSchedule"}]);
+            },
+        ),
+        ("a taint that only resembles the autoscaler's", |n| {
+            n["spec"]["taints"] = json!([
+                {"key": "ToBeDeletedByClusterAutoscaler-not", "effect": "NoSchedule"}]);
         }),
         ("no name", |n| {
             n["metadata"].as_object_mut().unwrap().remove("name");

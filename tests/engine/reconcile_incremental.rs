@@ -209,6 +209,7 @@ fn make_nodes() -> Nodes {
                 labels,
                 ready: true,
                 allocatable_cpu_millis: 4000,
+                ..Node::default()
             };
             (name, node)
         })

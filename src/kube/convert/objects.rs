@@ -17,8 +17,9 @@ use super::{
     parse_cpu_millis, port, protocol,
 };
 use crate::model::{
-    ClusterIp, IpFamily, Namespace, Node, Pod, Service, ServicePort, ServiceType, TargetPort,
-    intern,
+    ClusterIp, IpFamily, IpFamilyPolicy, LOAD_BALANCER_CLEANUP_FINALIZER, LoadBalancerIngress,
+    Name, Namespace, Node, Pod, Service, ServiceLoadBalancer, ServicePort, ServiceType, TargetPort,
+    TrafficPolicy, intern,
 };
 
 const SERVICE: MetaRules = MetaRules {
@@ -98,7 +99,101 @@ pub fn service_from_k8s(svc: &core::Service) -> Result<Service, ConvertError> {
         ports,
         publish_not_ready_addresses: spec.publish_not_ready_addresses.unwrap_or(false),
         traffic_distribution: non_empty_intern(&spec.traffic_distribution),
+        load_balancer: service_load_balancer(svc, spec, service_type)?.map(Box::new),
     })
+}
+
+/// The load-balancer fields, for a Service the service controller may have to act on: of type
+/// LoadBalancer, or holding its finalizer or an ingress.
+fn service_load_balancer(
+    svc: &core::Service,
+    spec: &core::ServiceSpec,
+    service_type: ServiceType,
+) -> Result<Option<ServiceLoadBalancer>, ConvertError> {
+    let finalizers = svc.metadata.finalizers.as_deref().unwrap_or_default();
+    let ingress = svc
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_deref())
+        .unwrap_or_default();
+    let has_finalizer = finalizers
+        .iter()
+        .any(|f| f == LOAD_BALANCER_CLEANUP_FINALIZER);
+    if service_type != ServiceType::LoadBalancer && !has_finalizer && ingress.is_empty() {
+        return Ok(None);
+    }
+    let external_traffic_policy = match spec.external_traffic_policy.as_deref() {
+        None | Some("") | Some("Cluster") => TrafficPolicy::Cluster,
+        Some("Local") => TrafficPolicy::Local,
+        Some(other) => {
+            return Err(ConvertError::new(
+                "spec.externalTrafficPolicy",
+                format!("unknown policy {other:?} (want Cluster or Local)"),
+            ));
+        }
+    };
+    let ip_family_policy = match spec.ip_family_policy.as_deref() {
+        None | Some("") | Some("SingleStack") => IpFamilyPolicy::SingleStack,
+        Some("PreferDualStack") => IpFamilyPolicy::PreferDualStack,
+        Some("RequireDualStack") => IpFamilyPolicy::RequireDualStack,
+        Some(other) => {
+            return Err(ConvertError::new(
+                "spec.ipFamilyPolicy",
+                format!(
+                    "unknown policy {other:?} (want SingleStack, PreferDualStack or RequireDualStack)"
+                ),
+            ));
+        }
+    };
+    let mut cluster_ips = SmallVec::new();
+    for (i, s) in spec.cluster_ips.iter().flatten().enumerate() {
+        if let ClusterIp::Ip(addr) = cluster_ip(s, || format!("spec.clusterIPs[{i}]"))? {
+            cluster_ips.push(addr);
+        }
+    }
+    if cluster_ips.is_empty()
+        && let Some(s) = spec.cluster_ip.as_deref()
+        && let ClusterIp::Ip(addr) = cluster_ip(s, || "spec.clusterIP".to_owned())?
+    {
+        cluster_ips.push(addr);
+    }
+    let ingress = ingress
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let ip = match entry.ip.as_deref() {
+                None | Some("") => None,
+                Some(s) => Some(ip(s, || format!("status.loadBalancer.ingress[{i}].ip"))?),
+            };
+            Ok(LoadBalancerIngress {
+                ip,
+                hostname: non_empty_name(&entry.hostname),
+                ip_mode: non_empty_intern(&entry.ip_mode),
+            })
+        })
+        .collect::<Result<_, ConvertError>>()?;
+    let names = |list: &Option<Vec<String>>| -> Vec<Name> {
+        list.iter().flatten().map(|s| Name::new(s)).collect()
+    };
+    Ok(Some(ServiceLoadBalancer {
+        class: non_empty_intern(&spec.load_balancer_class),
+        finalizers: finalizers.iter().map(|f| intern(f)).collect(),
+        external_traffic_policy,
+        health_check_node_port: spec.health_check_node_port.filter(|p| *p != 0),
+        load_balancer_ip: non_empty_name(&spec.load_balancer_ip),
+        source_ranges: names(&spec.load_balancer_source_ranges),
+        external_ips: names(&spec.external_ips),
+        session_affinity: non_empty_intern(&spec.session_affinity),
+        session_affinity_timeout: spec
+            .session_affinity_config
+            .as_ref()
+            .and_then(|c| c.client_ip.as_ref())
+            .and_then(|c| c.timeout_seconds),
+        ip_family_policy,
+        cluster_ips,
+        ingress,
+    }))
 }
 
 fn cluster_ip(s: &str, path: impl FnOnce() -> String) -> Result<ClusterIp, ConvertError> {
@@ -171,8 +266,28 @@ pub fn node_from_k8s(node: &core::Node) -> Result<Node, ConvertError> {
             .and_then(|a| a.get("cpu"))
             .and_then(|q| parse_cpu_millis(&q.0))
             .unwrap_or(0),
+        provider_id: node
+            .spec
+            .as_ref()
+            .and_then(|s| non_empty_name(&s.provider_id)),
+        deleting: node.metadata.deletion_timestamp.is_some(),
+        to_be_deleted: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .into_iter()
+            .flatten()
+            .any(|t| t.key == TAINT_TO_BE_DELETED),
     })
 }
+
+/// A string that is unique to its object (an address, a provider ID): not interned.
+fn non_empty_name(s: &Option<String>) -> Option<Name> {
+    s.as_deref().filter(|s| !s.is_empty()).map(Name::new)
+}
+
+/// The cluster autoscaler's taint on a node it is about to delete.
+pub const TAINT_TO_BE_DELETED: &str = "ToBeDeletedByClusterAutoscaler";
 
 pub fn namespace_from_k8s(ns: &core::Namespace) -> Result<Namespace, ConvertError> {
     let name = ns.metadata.name.as_deref().unwrap_or("");

@@ -1,11 +1,12 @@
 //! A node decoded from protobuf into k8s-openapi's type, so that it converts into the model by
 //! the rules its JSON form does (`convert::node_from_k8s`). Nodes are large (images, volumes,
-//! addresses) and their kubelets send a status every few seconds: only the labels, the Ready
-//! condition and the allocatable CPU are read, everything else is passed over by its length.
+//! addresses) and their kubelets send a status every few seconds: only the labels, the provider
+//! ID, the taints' keys, the Ready condition and the allocatable CPU are read, everything else is
+//! passed over by its length.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::meta::{fixed, object_meta, object_of_kind, string};
@@ -17,14 +18,38 @@ pub fn node_object(bytes: &[u8]) -> Result<Node, ConvertError> {
     node(object_of_kind(bytes, "Node")?)
 }
 
-/// A `core.v1.Node` message: metadata 1, spec 2 (not read), status 3.
+/// A `core.v1.Node` message: metadata 1, spec 2, status 3.
 pub fn node(bytes: &[u8]) -> Result<Node, ConvertError> {
     let mut out = Node::default();
     let mut fields = Fields::new(bytes);
     while let Some((n, value)) = fields.next_field().map_err(fixed(""))? {
         match n {
             1 => out.metadata = object_meta(value.bytes(n).map_err(fixed("metadata"))?)?,
+            2 => out.spec = Some(spec(value.bytes(n)).map_err(fixed("spec"))?),
             3 => out.status = Some(status(value.bytes(n)).map_err(fixed("status"))?),
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+/// A `core.v1.NodeSpec`: providerID 3, taints 5 (of a taint, only its key 1 is read).
+fn spec(bytes: Result<&[u8], WireError>) -> Result<NodeSpec, WireError> {
+    let mut out = NodeSpec::default();
+    for field in Fields::new(bytes?) {
+        let (n, value) = field?;
+        match n {
+            3 => out.provider_id = Some(string(value, n)?),
+            5 => {
+                let mut taint = Taint::default();
+                for field in Fields::new(value.bytes(n)?) {
+                    let (n, value) = field?;
+                    if n == 1 {
+                        taint.key = string(value, n)?;
+                    }
+                }
+                out.taints.get_or_insert_with(Vec::new).push(taint);
+            }
             _ => {}
         }
     }

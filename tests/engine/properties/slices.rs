@@ -182,6 +182,7 @@ fn nodes() -> Vec<Node> {
             labels: Labels::from_pairs([(keys::LABEL_ZONE, ["a", "b", "c"][i])]),
             ready: true,
             allocatable_cpu_millis: 2000,
+            ..Node::default()
         })
         .collect()
 }

@@ -21,6 +21,7 @@ fn node(name: &str, zone: Option<&str>, cpu: i64, ready: bool) -> Node {
         labels: Labels::from_pairs(zone.map(|z| (keys::LABEL_ZONE, z))),
         ready,
         allocatable_cpu_millis: cpu,
+        ..Node::default()
     }
 }
 
