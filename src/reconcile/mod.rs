@@ -3,6 +3,7 @@
 
 pub mod endpoints;
 pub mod hash_order;
+pub mod load_balancer;
 pub mod mirroring;
 pub mod ports;
 pub mod slices;
