@@ -1,12 +1,14 @@
 //! Which of the controllers sliced replaces run: kube-controller-manager's `--controllers`.
 
-/// The controllers a pass runs: kube-controller-manager's `--controllers`, for the three sliced
+/// The controllers a pass runs: kube-controller-manager's `--controllers`, for the four sliced
 /// replaces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Controllers {
     pub endpointslice: bool,
     pub endpoints: bool,
     pub mirroring: bool,
+    /// The service (LoadBalancer) controller.
+    pub load_balancer: bool,
 }
 
 impl Controllers {
@@ -14,14 +16,21 @@ impl Controllers {
         endpointslice: true,
         endpoints: true,
         mirroring: true,
+        load_balancer: true,
     };
     pub const ENDPOINTSLICE: Controllers = Controllers {
         endpointslice: true,
         endpoints: false,
         mirroring: false,
+        load_balancer: false,
+    };
+    /// The three controllers of endpoints, without the service controller.
+    pub const ENDPOINT_CONTROLLERS: Controllers = Controllers {
+        load_balancer: false,
+        ..Controllers::ALL
     };
     /// The names `parse` knows.
-    pub const NAMES: [&'static str; 3] = ["endpointslice", "endpoints", "mirroring"];
+    pub const NAMES: [&'static str; 4] = ["endpointslice", "endpoints", "mirroring", "service-lb"];
 
     /// A comma-separated list of controller names; `all` (or nothing) selects every one.
     /// kube-controller-manager's spelling is accepted too: `*` for every one, its names
@@ -33,6 +42,7 @@ impl Controllers {
             endpointslice: false,
             endpoints: false,
             mirroring: false,
+            load_balancer: false,
         };
         let mut disabled = selected;
         let mut any = false;
@@ -53,12 +63,13 @@ impl Controllers {
                 | "endpointslicemirroring"
                 | "endpointslice-mirroring"
                 | "endpointslice-mirroring-controller" => target.mirroring = true,
+                "service-lb" | "service" | "service-lb-controller" => target.load_balancer = true,
                 _ => {
                     return Err(format!(
                         "--controllers: unknown controller {entry:?} (known: all, {}; \
                          kube-controller-manager's *, endpoint, endpointslicemirroring, \
-                         endpoints-controller, endpointslice-controller, \
-                         endpointslice-mirroring-controller and -name)",
+                         service, endpoints-controller, endpointslice-controller, \
+                         endpointslice-mirroring-controller, service-lb-controller and -name)",
                         Controllers::NAMES.join(", ")
                     ));
                 }
@@ -71,6 +82,7 @@ impl Controllers {
             endpointslice: selected.endpointslice && !disabled.endpointslice,
             endpoints: selected.endpoints && !disabled.endpoints,
             mirroring: selected.mirroring && !disabled.mirroring,
+            load_balancer: selected.load_balancer && !disabled.load_balancer,
         })
     }
 }
@@ -98,6 +110,10 @@ mod tests {
             mirroring: false,
             ..Controllers::ALL
         };
+        let endpoints_only = Controllers {
+            load_balancer: false,
+            ..no_mirroring
+        };
         assert_eq!(
             Controllers::parse("*,-endpointslice-mirroring"),
             Ok(no_mirroring)
@@ -105,13 +121,27 @@ mod tests {
         assert_eq!(Controllers::parse("-mirroring,all"), Ok(no_mirroring));
         assert_eq!(
             Controllers::parse("endpoint,endpointslice"),
-            Ok(no_mirroring)
+            Ok(endpoints_only)
+        );
+        assert_eq!(
+            Controllers::parse("*,-service-lb-controller"),
+            Ok(Controllers::ENDPOINT_CONTROLLERS)
+        );
+        assert_eq!(
+            Controllers::parse("service-lb"),
+            Ok(Controllers {
+                endpointslice: false,
+                endpoints: false,
+                mirroring: false,
+                load_balancer: true,
+            })
         );
         // As kube-controller-manager: a switch-off alone enables nothing.
         let none = Controllers {
             endpointslice: false,
             endpoints: false,
             mirroring: false,
+            load_balancer: false,
         };
         assert_eq!(Controllers::parse("-endpoint"), Ok(none));
         assert!(Controllers::parse("-all").is_err());

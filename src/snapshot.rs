@@ -9,12 +9,12 @@ use rayon::prelude::*;
 
 use crate::change::{Change, Step};
 pub use crate::controllers::Controllers;
-use crate::engine::{Engine, EngineOptions, SyncOutcome};
+use crate::engine::{Engine, EngineOptions, LoadBalancerOptions, ProviderCall, SyncOutcome};
 use crate::model::{EndpointSlice, Endpoints, Name, Namespace, Node, Pod, Service};
 use crate::queue::{Clock, VirtualClock};
 use crate::reconcile::{Event, Options, mirroring};
-use crate::sink::Object;
 use crate::sink::memory::{MemorySink, WriteRecord};
+use crate::sink::{Object, ServicePatch};
 
 /// The objects of a cluster at one moment.
 #[derive(Clone, Debug, Default)]
@@ -95,6 +95,10 @@ pub struct SnapshotResult {
     pub errors: Vec<SyncError>,
     /// Events recorded on services, with the service key.
     pub events: Vec<(String, Event)>,
+    /// The service controller's patches of Services, in order, after every write of `writes`.
+    pub service_patches: Vec<ServicePatch>,
+    /// The service controller's calls to its provider, in order.
+    pub provider_calls: Vec<ProviderCall>,
 }
 
 /// [`reconcile_snapshot_with`] for the EndpointSlice controller alone.
@@ -136,6 +140,7 @@ pub fn reconcile_snapshot_full(
         mirroring_options,
         controllers,
         seed,
+        LoadBalancerOptions::default(),
     )
 }
 
@@ -147,8 +152,17 @@ pub fn reconcile_snapshot_owned(
     mirroring_options: &mirroring::Options,
     controllers: Controllers,
     seed: u64,
+    load_balancers: LoadBalancerOptions,
 ) -> SnapshotResult {
-    reconcile_snapshot_keeping_engine(snapshot, options, mirroring_options, controllers, seed).0
+    reconcile_snapshot_keeping_engine(
+        snapshot,
+        options,
+        mirroring_options,
+        controllers,
+        seed,
+        load_balancers,
+    )
+    .0
 }
 
 /// [`reconcile_snapshot_owned`], handing back the engine as well, with every pod, service and
@@ -161,6 +175,7 @@ pub fn reconcile_snapshot_keeping_engine(
     mirroring_options: &mirroring::Options,
     controllers: Controllers,
     seed: u64,
+    load_balancers: LoadBalancerOptions,
 ) -> (SnapshotResult, Engine) {
     let sink = MemorySink::new(seed);
     for ns in &snapshot.namespaces {
@@ -188,6 +203,10 @@ pub fn reconcile_snapshot_keeping_engine(
             controllers,
             mirroring: mirroring_options.clone(),
             workers: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            load_balancers: LoadBalancerOptions {
+                record_calls: true,
+                ..load_balancers
+            },
             ..EngineOptions::default()
         },
         Arc::clone(&clock) as Arc<dyn Clock>,
@@ -203,6 +222,8 @@ pub fn reconcile_snapshot_keeping_engine(
     let mut result = SnapshotResult {
         writes: sink.take_writes(),
         objects: sink.objects(),
+        service_patches: sink.take_service_patches(),
+        provider_calls: engine.take_provider_calls(),
         ..SnapshotResult::default()
     };
     result.errors = records

@@ -1,13 +1,18 @@
 //! `sliced reconcile`: one sync of every Service in a YAML or JSON snapshot, with no cluster.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use super::render;
+use sliced::engine::LoadBalancerOptions;
 use sliced::kube::manifest::{self, Manifest};
+use sliced::model::{Labels, Name};
+use sliced::reconcile::load_balancer::{ClassFilter, PoolProvider, pools};
 use sliced::reconcile::{Options, mirroring};
 use sliced::snapshot::{Controllers, reconcile_snapshot_owned};
 
@@ -37,9 +42,16 @@ pub struct ReconcileArgs {
     /// Seed for the names the in-memory API server generates.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// The controllers to run, comma separated: endpointslice, endpoints, mirroring, or all.
+    /// The controllers to run, comma separated: endpointslice, endpoints, mirroring, service-lb,
+    /// or all.
     #[arg(long, value_name = "LIST", default_value = "all")]
     controllers: String,
+    /// MetalLB `IPAddressPool` objects (YAML or JSON) the built-in provider hands addresses out of.
+    #[arg(long = "lb-pools", value_name = "FILE")]
+    lb_pools: Vec<String>,
+    /// The `spec.loadBalancerClass` sliced answers for, besides Services with none.
+    #[arg(long = "lb-class", value_name = "CLASS")]
+    lb_class: Option<String>,
 }
 
 /// Reads every file; a malformed input ends the command with status 2.
@@ -54,6 +66,27 @@ fn load(files: &[String]) -> Result<Manifest, String> {
         all.merge(loaded.map_err(|e| e.to_string())?);
     }
     Ok(all)
+}
+
+/// The built-in provider over the pools of `--lb-pools` files and of the input, checked
+/// together (no name twice, no address in two pools), with the input's namespace labels.
+fn pool_provider(files: &[String], manifest: &mut Manifest) -> Result<PoolProvider, String> {
+    let mut pools = std::mem::take(&mut manifest.pools);
+    for file in files {
+        let loaded = manifest::load_file(file).map_err(|e| e.to_string())?;
+        if !loaded.is_empty() {
+            eprintln!(
+                "warning: {file}: {} objects other than IPAddressPools not read (give them with -f)",
+                loaded.len()
+            );
+        }
+        pools.extend(loaded.pools);
+    }
+    pools::check_pools(&pools).map_err(|e| e.to_string())?;
+    let namespaces: HashMap<Name, Labels> = (manifest.objects.namespaces.iter())
+        .map(|ns| (ns.name.clone(), ns.labels.clone()))
+        .collect();
+    Ok(PoolProvider::new(pools, namespaces))
 }
 
 pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
@@ -81,17 +114,30 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     let mirroring_options = mirroring::Options {
         max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
     };
+    let provider = match pool_provider(&args.lb_pools, &mut manifest) {
+        Ok(provider) => provider,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let load_balancers = LoadBalancerOptions {
+        provider: Some(Arc::new(provider)),
+        classes: ClassFilter(args.lb_class.as_deref().map(sliced::model::intern)),
+        record_calls: true,
+    };
     let result = reconcile_snapshot_owned(
         std::mem::take(&mut manifest.objects),
         &options,
         &mirroring_options,
         controllers,
         args.seed,
+        load_balancers,
     );
     let objects = render::final_objects(&result, &manifest.given);
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     match args.output {
-        Format::Json => render::json(&mut out, &result, &objects),
+        Format::Json => render::json(&mut out, &result, &objects, controllers.load_balancer),
         Format::Yaml => render::yaml(&mut out, &objects),
     }
     .and_then(|()| out.flush().context("writing output"))?;

@@ -105,7 +105,12 @@ fn identity() -> String {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let controllers = match Controllers::parse(&args.controllers) {
-        Ok(c) => c,
+        // The API sink does not patch Services yet: the service controller runs under
+        // `reconcile` only until it does (issue 15).
+        Ok(c) => Controllers {
+            load_balancer: false,
+            ..c
+        },
         Err(message) => {
             eprintln!("error: {message}");
             return Ok(ExitCode::from(2));

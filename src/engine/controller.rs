@@ -265,15 +265,23 @@ impl Engine {
             .mirroring
             .as_ref()
             .map(|c| (c, c.queue().pop_ready(max)));
+        let load_balancer = self
+            .load_balancer
+            .as_ref()
+            .map(|c| (c, c.queue().pop_ready(max)));
         let slices = self.plan(&self.endpointslice, slices);
         let endpoints = endpoints.map(|(c, keys)| (c, self.plan(c, keys)));
         let mirroring = mirroring.map(|(c, keys)| (c, self.plan(c, keys)));
+        let load_balancer = load_balancer.map(|(c, keys)| (c, self.plan(c, keys)));
         let at = self.clock.now();
         let mut records = self.finish_all(&self.endpointslice, slices, sink, at);
         if let Some((c, planned)) = endpoints {
             records.extend(self.finish_all(c, planned, sink, at));
         }
         if let Some((c, planned)) = mirroring {
+            records.extend(self.finish_all(c, planned, sink, at));
+        }
+        if let Some((c, planned)) = load_balancer {
             records.extend(self.finish_all(c, planned, sink, at));
         }
         records
@@ -348,6 +356,15 @@ impl Engine {
             let mut keys = c.queue().pop_ready(usize::MAX);
             keys.sort();
             records.extend(self.sync_keys(c, keys, sink));
+        }
+        // Last, the load balancers, in namespace/name order: one provider call at a time, as
+        // upstream's default of one service worker.
+        if let Some(c) = &self.load_balancer {
+            let mut keys = c.queue().pop_ready(usize::MAX);
+            keys.sort();
+            let planned = self.plan(c, keys);
+            let at = self.clock.now();
+            records.extend(planned.into_iter().map(|p| self.finish(c, p, sink, at)));
         }
         records
     }

@@ -5,6 +5,7 @@ mod controller;
 mod endpoints;
 mod incremental;
 mod invariant;
+mod load_balancer;
 mod mirroring;
 mod relist;
 mod slice_metrics;
@@ -21,12 +22,14 @@ use crate::controllers::Controllers;
 use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
 use crate::model::{EndpointSlice, Meta, Name, Node, Pod, Service, compare_resource_versions};
 use crate::queue::{Clock, QueueMetrics, WorkQueue};
+use crate::reconcile::load_balancer::{ClassFilter, LoadBalancerProvider};
 use crate::reconcile::{Event, Options};
 use controller::Handlers;
 
 pub use controller::{SyncOutcome, SyncRecord};
 pub use endpoints::ENDPOINTS_CONTROLLER;
 pub use invariant::Violation;
+pub use load_balancer::{ProviderCall, ProviderOperation, QUEUE_SERVICE, SERVICE_LB_CONTROLLER};
 pub use mirroring::MIRRORING_CONTROLLER;
 pub use slice_metrics::{CacheEntry, SliceSyncMetrics, TypeSyncMetrics};
 pub use slices::ENDPOINTSLICE_CONTROLLER;
@@ -59,6 +62,33 @@ pub struct EngineOptions {
     /// would write nothing (see `invariant`). Costs one full reconcile per sync: for tests and
     /// `simulate --check-invariants`.
     pub check_invariants: bool,
+    /// The service (LoadBalancer) controller's provider and class.
+    pub load_balancers: LoadBalancerOptions,
+}
+
+/// What the service controller runs with.
+#[derive(Clone, Default)]
+pub struct LoadBalancerOptions {
+    /// Who makes the load balancers: the built-in address pools, a cloud, or a fake for tests.
+    /// `None`: address pools with no pool configured.
+    pub provider: Option<Arc<dyn LoadBalancerProvider>>,
+    /// `--lb-class`.
+    pub classes: ClassFilter,
+    /// Keep every provider call for [`Engine::take_provider_calls`] (`sliced reconcile`).
+    pub record_calls: bool,
+}
+
+impl std::fmt::Debug for LoadBalancerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadBalancerOptions")
+            .field(
+                "provider",
+                &self.provider.as_ref().map(|p| p.provider_name()),
+            )
+            .field("classes", &self.classes)
+            .field("record_calls", &self.record_calls)
+            .finish()
+    }
 }
 
 impl Default for EngineOptions {
@@ -75,6 +105,7 @@ impl Default for EngineOptions {
             mirroring_batch_period: Duration::ZERO,
             observe_writes: true,
             check_invariants: false,
+            load_balancers: LoadBalancerOptions::default(),
         }
     }
 }
@@ -172,6 +203,8 @@ pub struct Engine {
     endpoints: Option<endpoints::EndpointsController>,
     /// The mirroring controller, when it runs.
     mirroring: Option<mirroring::MirroringController>,
+    /// The service (LoadBalancer) controller, when it runs.
+    load_balancer: Option<load_balancer::LoadBalancerController>,
     index: Index,
     clock: Arc<dyn Clock>,
     pool: Option<rayon::ThreadPool>,
@@ -201,6 +234,18 @@ impl Engine {
                 Arc::clone(&clock),
             )
         });
+        let load_balancer = options.controllers.load_balancer.then(|| {
+            let lb = &options.load_balancers;
+            let provider = lb.provider.clone().unwrap_or_else(|| {
+                Arc::new(crate::reconcile::load_balancer::PoolProvider::default())
+            });
+            load_balancer::LoadBalancerController::new(
+                provider,
+                lb.classes.clone(),
+                lb.record_calls,
+                Arc::clone(&clock),
+            )
+        });
         Engine {
             endpointslice: slices::EndpointSliceController::new(
                 options.batch_period,
@@ -208,6 +253,7 @@ impl Engine {
             ),
             endpoints,
             mirroring,
+            load_balancer,
             options,
             index: Index::new(),
             clock,
@@ -226,6 +272,7 @@ impl Engine {
             slices.then_some(&self.endpointslice as &dyn Handlers),
             self.endpoints.as_ref().map(|c| c as &dyn Handlers),
             self.mirroring.as_ref().map(|c| c as &dyn Handlers),
+            self.load_balancer.as_ref().map(|c| c as &dyn Handlers),
         ]
         .into_iter()
         .flatten()
@@ -267,6 +314,14 @@ impl Engine {
             endpoint_slices: self.index.slices().len() + self.index.mirrored_slices().len(),
             endpoints: self.index.endpoints().len(),
         }
+    }
+
+    /// The service controller's provider calls so far, when recorded, and forgets them.
+    pub fn take_provider_calls(&self) -> Vec<ProviderCall> {
+        self.load_balancer
+            .as_ref()
+            .map(|c| c.take_calls())
+            .unwrap_or_default()
     }
 
     /// Events recorded on services so far, and forgets them.

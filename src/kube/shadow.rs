@@ -84,6 +84,18 @@ impl Sink for DryRunSink {
         self.report(Verb::Delete, object);
         Ok(())
     }
+
+    fn patch_service(&self, patch: &crate::sink::ServicePatch) -> Result<(), WriteError> {
+        tracing::info!(
+            service = %format!("{}/{}", patch.namespace, patch.name),
+            "dry run: sliced would patch the Service's {}",
+            match patch.change {
+                crate::sink::ServiceChange::Finalizers(_) => "finalizers",
+                crate::sink::ServiceChange::Ingress(_) => "load-balancer status",
+            }
+        );
+        Ok(())
+    }
 }
 
 fn first_address(e: &Endpoint) -> String {

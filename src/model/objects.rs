@@ -472,6 +472,8 @@ pub struct Namespace {
     pub name: Name,
     /// Phase Terminating or a deletionTimestamp: creates into it fail.
     pub terminating: bool,
+    /// Read by address pools that pin themselves to namespaces by selector.
+    pub labels: Labels,
 }
 
 #[cfg(test)]

@@ -242,7 +242,11 @@ impl World {
             namespaces: self
                 .namespaces
                 .into_iter()
-                .map(|(name, terminating)| crate::model::Namespace { name, terminating })
+                .map(|(name, terminating)| crate::model::Namespace {
+                    name,
+                    terminating,
+                    ..Default::default()
+                })
                 .collect(),
             ..crate::snapshot::Snapshot::default()
         })
@@ -274,6 +278,7 @@ impl World {
                     Change::Namespace(crate::model::Namespace {
                         name: name.clone(),
                         terminating,
+                        ..Default::default()
                     })
                 })
                 .collect(),

@@ -264,7 +264,7 @@ pub fn generate(spec: &ClusterSpec) -> Cluster {
             .into_iter()
             .map(|name| Namespace {
                 name,
-                terminating: false,
+                ..Namespace::default()
             })
             .collect(),
         ..Snapshot::default()

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use parking_lot::Mutex;
 
-use super::{Kind, Object, Sink, Verb, WriteError};
+use super::{Kind, Object, ServicePatch, Sink, Verb, WriteError};
 use crate::model::{Name, Timestamp};
 
 /// Upstream's `utilrand.String` alphabet: no vowels, no confusable characters.
@@ -47,6 +47,8 @@ struct State {
     terminating: BTreeSet<Name>,
     injected: VecDeque<Injected>,
     log: Vec<WriteRecord>,
+    /// Accepted patches of Services, in order. Services are not stored: they are the input.
+    service_patches: Vec<ServicePatch>,
     /// Whether accepted writes are kept in `log` (a long run that never reads it turns this off).
     logging: bool,
 }
@@ -68,6 +70,7 @@ impl MemorySink {
                 terminating: BTreeSet::new(),
                 injected: VecDeque::new(),
                 log: Vec::new(),
+                service_patches: Vec::new(),
                 logging: true,
             }),
         }
@@ -186,6 +189,11 @@ impl MemorySink {
         std::mem::take(&mut self.state.lock().log)
     }
 
+    /// Every accepted patch of a Service since the last take, in order; clears them.
+    pub fn take_service_patches(&self) -> Vec<ServicePatch> {
+        std::mem::take(&mut self.state.lock().service_patches)
+    }
+
     /// All stored objects: EndpointSlices before Endpoints, then by namespace and name.
     pub fn objects(&self) -> Vec<Object> {
         self.state.lock().objects.values().cloned().collect()
@@ -219,6 +227,14 @@ impl MemorySink {
 }
 
 impl Sink for MemorySink {
+    fn patch_service(&self, patch: &ServicePatch) -> Result<(), WriteError> {
+        let mut st = self.state.lock();
+        if st.logging {
+            st.service_patches.push(patch.clone());
+        }
+        Ok(())
+    }
+
     fn create(&self, object: Object) -> Result<Object, WriteError> {
         let mut st = self.state.lock();
         st.take_injected(Verb::Create, object.kind())?;

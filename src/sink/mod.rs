@@ -306,6 +306,36 @@ pub trait Sink: Send + Sync {
     fn concurrency(&self) -> usize {
         1
     }
+
+    /// Sends the service controller's change of a Service. A sink that cannot answers 405, so a
+    /// controller it does not serve fails loudly rather than quietly writing nothing.
+    fn patch_service(&self, patch: &ServicePatch) -> Result<(), WriteError> {
+        Err(WriteError::Status {
+            code: 405,
+            reason: "MethodNotAllowed".to_string(),
+            message: format!(
+                "this sink does not patch Services (service {}/{})",
+                patch.namespace, patch.name
+            ),
+        })
+    }
+}
+
+/// What the service controller changes of a Service, sent as upstream sends it: a strategic-merge
+/// patch of the `status` subresource, one for the finalizers and one for the status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServicePatch {
+    pub namespace: Name,
+    pub name: Name,
+    pub change: ServiceChange,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServiceChange {
+    /// `metadata.finalizers` as it is to be, the others' kept in their order.
+    Finalizers(Vec<Name>),
+    /// `status.loadBalancer.ingress` as it is to be, replaced whole.
+    Ingress(Vec<crate::model::LoadBalancerIngress>),
 }
 
 pub mod apply;

@@ -10,9 +10,11 @@ use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use sliced::engine::ProviderCall;
 use sliced::kube::convert::object_to_k8s;
 use sliced::kube::manifest::{Given, GivenKey};
-use sliced::sink::{Kind, Object};
+use sliced::model::LoadBalancerIngress;
+use sliced::sink::{Kind, Object, ServiceChange, ServicePatch};
 use sliced::snapshot::SnapshotResult;
 
 mod yaml;
@@ -100,11 +102,13 @@ pub fn yaml(out: &mut impl Write, objects: &[(Kind, Printed)]) -> anyhow::Result
     Ok(())
 }
 
-/// `{"writes", "objects", "errors", "events"}`, pretty-printed as serde_json prints a value.
+/// `{"writes", "objects", "errors", "events"}`, and `"loadBalancers"` when the service controller
+/// ran, pretty-printed as serde_json prints a value.
 pub fn json(
     out: &mut impl Write,
     result: &SnapshotResult,
     objects: &[(Kind, Printed)],
+    load_balancers: bool,
 ) -> anyhow::Result<()> {
     #[derive(Serialize)]
     struct Sent<'a, T> {
@@ -129,22 +133,94 @@ pub fn json(
         })
         .collect();
     out.write_all(b"{\n")?;
-    json_array(out, "writes", &result.writes, false, |w| {
-        let write = Sent {
-            verb: w.verb.as_str(),
-            object: object_to_k8s(&w.sent),
-        };
-        Ok(serde_json::to_string_pretty(&write)?)
+    let writes: Vec<Written> = (result.writes.iter().map(Written::Object))
+        .chain(result.service_patches.iter().map(Written::ServicePatch))
+        .collect();
+    json_array(out, "writes", &writes, false, |w| match w {
+        Written::Object(w) => {
+            let write = Sent {
+                verb: w.verb.as_str(),
+                object: object_to_k8s(&w.sent),
+            };
+            Ok(serde_json::to_string_pretty(&write)?)
+        }
+        Written::ServicePatch(patch) => Ok(serde_json::to_string_pretty(&service_patch(patch))?),
     })?;
     json_array(out, "objects", objects, false, |(_, p)| p.to_json())?;
     json_array(out, "errors", &errors, false, |v| {
         Ok(serde_json::to_string_pretty(v)?)
     })?;
-    json_array(out, "events", &events, true, |v| {
+    let last = !load_balancers;
+    json_array(out, "events", &events, last, |v| {
         Ok(serde_json::to_string_pretty(v)?)
     })?;
+    if load_balancers {
+        let calls: Vec<Value> = result.provider_calls.iter().map(provider_call).collect();
+        json_array(out, "loadBalancers", &calls, true, |v| {
+            Ok(serde_json::to_string_pretty(v)?)
+        })?;
+    }
     out.write_all(b"}\n")?;
     Ok(())
+}
+
+/// One entry of `writes`: an object written, or a Service patched.
+enum Written<'a> {
+    Object(&'a sliced::sink::WriteRecord),
+    ServicePatch(&'a ServicePatch),
+}
+
+/// A patch of a Service's status subresource, as the object it sends.
+fn service_patch(patch: &ServicePatch) -> Value {
+    let mut object = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": patch.name.as_str(), "namespace": patch.namespace.as_str()},
+    });
+    match &patch.change {
+        ServiceChange::Finalizers(finalizers) => {
+            let names: Vec<&str> = finalizers.iter().map(|f| f.as_str()).collect();
+            object["metadata"]["finalizers"] = json!(names);
+        }
+        ServiceChange::Ingress(ingress) => {
+            object["status"] = json!({"loadBalancer": {"ingress": ingress_json(ingress)}});
+        }
+    }
+    json!({"verb": "patch", "subresource": "status", "object": object})
+}
+
+fn ingress_json(ingress: &[LoadBalancerIngress]) -> Vec<Value> {
+    ingress
+        .iter()
+        .map(|i| {
+            let mut entry = serde_json::Map::new();
+            if let Some(ip) = i.ip {
+                entry.insert("ip".into(), json!(ip.to_string()));
+            }
+            if let Some(hostname) = &i.hostname {
+                entry.insert("hostname".into(), json!(hostname.as_str()));
+            }
+            if let Some(mode) = &i.ip_mode {
+                entry.insert("ipMode".into(), json!(mode.as_str()));
+            }
+            Value::Object(entry)
+        })
+        .collect()
+}
+
+/// One provider call of `loadBalancers`.
+fn provider_call(call: &ProviderCall) -> Value {
+    let hosts: Vec<&str> = call.hosts.iter().map(|h| h.as_str()).collect();
+    let mut entry = json!({
+        "service": call.service.to_string(),
+        "call": call.operation.as_str(),
+        "hosts": hosts,
+        "ingress": ingress_json(&call.ingress),
+    });
+    if let Some(error) = &call.error {
+        entry["error"] = json!(error);
+    }
+    entry
 }
 
 /// One key of the top-level object and its array, each element rendered by `render` on its own

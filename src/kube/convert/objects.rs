@@ -298,6 +298,7 @@ pub fn namespace_from_k8s(ns: &core::Namespace) -> Result<Namespace, ConvertErro
     Ok(Namespace {
         name: intern(name),
         terminating: phase == Some("Terminating") || ns.metadata.deletion_timestamp.is_some(),
+        labels: labels(&ns.metadata.labels),
     })
 }
 

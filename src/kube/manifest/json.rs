@@ -216,6 +216,8 @@ fn decode(unit: &Unit) -> Option<Decoded> {
             text,
             convert::namespace_from_k8s,
         )?),
+        // Few, and read with their errors worded on the value path.
+        crate::reconcile::load_balancer::pools::KIND => return None,
         "Endpoints" => Decoded::Endpoints(
             typed::<core::Endpoints, _>(text, convert::endpoints_from_k8s)?,
             Given::from_json(text),

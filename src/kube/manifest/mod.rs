@@ -27,6 +27,7 @@ use serde_json::{Map, Value};
 
 use super::convert::{self, ConvertError};
 use crate::model::{ContainerPort, Name, Pod, Protocol};
+use crate::reconcile::load_balancer::pools::{self, Pool};
 use crate::sink::Kind;
 use crate::snapshot::Snapshot;
 
@@ -42,6 +43,8 @@ pub struct Manifest {
     /// The Endpoints and EndpointSlices exactly as the files gave them (with their kind and
     /// apiVersion), the later of two of one name: what `reconcile` prints of those it does not write.
     pub given: HashMap<GivenKey, Given>,
+    /// MetalLB `IPAddressPool`s, for the built-in load-balancer provider.
+    pub pools: Vec<Pool>,
 }
 
 /// An Endpoints or EndpointSlice as a file gave it, with its kind and apiVersion: its JSON text,
@@ -74,6 +77,7 @@ impl Manifest {
         self.objects.merge(other.objects);
         self.warnings.extend(other.warnings);
         self.given.extend(other.given);
+        self.pools.extend(other.pools);
     }
 
     /// The number of objects loaded, warnings aside.
@@ -451,16 +455,18 @@ impl DocumentStarts {
     }
 }
 
-const READS: &str = "sliced reads Services, Pods, Nodes, Namespaces, EndpointSlices and Endpoints";
+const READS: &str =
+    "sliced reads Services, Pods, Nodes, Namespaces, EndpointSlices, Endpoints and IPAddressPools";
 
 /// The kinds sliced reads, with the apiVersion each must have.
-const KINDS: [(&str, &str); 6] = [
+const KINDS: [(&str, &str); 7] = [
     ("Service", "v1"),
     ("Pod", "v1"),
     ("Node", "v1"),
     ("Namespace", "v1"),
     ("Endpoints", "v1"),
     ("EndpointSlice", "discovery.k8s.io/v1"),
+    (pools::KIND, pools::API_VERSION),
 ];
 
 struct Loader<'a> {
@@ -549,7 +555,8 @@ impl Loader<'_> {
                 .push(format!("{}: {at}: skipping {label}: {READS}", self.file));
             return Ok(());
         };
-        let label = object_name(&map, &kind, Some(kind != "Node" && kind != "Namespace"));
+        let namespaced = !matches!(kind.as_str(), "Node" | "Namespace" | pools::KIND);
+        let label = object_name(&map, &kind, Some(namespaced));
         if api_version != want_version {
             self.out.warnings.push(format!(
                 "{}: {at}: skipping {label}: apiVersion {api_version:?} is not supported (want {want_version})",
@@ -594,6 +601,14 @@ impl Loader<'_> {
                 let o = convert::namespace_from_k8s(&o)
                     .map_err(|e| self.convert_error(at, label, e, map))?;
                 self.out.objects.namespaces.push(o);
+            }
+            pools::KIND => {
+                let o = self.decode::<pools::IpAddressPoolObject>(map, at, &label)?;
+                let pool = pools::pool_from_object(o).map_err(|e| {
+                    let convert = ConvertError::new(e.path, e.problem.to_string());
+                    self.convert_error(at, label, convert, map)
+                })?;
+                self.out.pools.push(pool);
             }
             "Endpoints" => {
                 let o = self.decode::<core::Endpoints>(map, at, &label)?;

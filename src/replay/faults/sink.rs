@@ -214,6 +214,10 @@ fn applied(object: &Object) -> Change {
 }
 
 impl Sink for FaultySink<'_> {
+    fn patch_service(&self, patch: &crate::sink::ServicePatch) -> Result<(), WriteError> {
+        self.inner.patch_service(patch)
+    }
+
     fn create(&self, object: Object) -> Result<Object, WriteError> {
         self.check(Verb::Create, &object, None);
         let fate = self.fate(Verb::Create, object.kind(), &object.meta().name);

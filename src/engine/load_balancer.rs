@@ -1,0 +1,570 @@
+//! The service (LoadBalancer) controller inside the engine: upstream's `syncService` over a
+//! provider, with its own queue (5 s doubling to 300 s, no retry limit, as upstream's), its cache of
+//! the last Service processed, and the host set last handed to the provider per Service.
+//!
+//! Node sync differs from upstream on purpose: upstream hands the node set to every LoadBalancer
+//! Service on each node event that its predicates see; here only the Services whose host set
+//! differs from the one last handed over are queued, and each of those gets `update_hosts` alone
+//! when nothing else of it changed since its last successful sync.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::Cluster;
+use super::controller::{Controller, Handlers, SyncOutcome, SyncRecord};
+use crate::index::{Index, ServiceKey};
+use crate::model::{LOAD_BALANCER_CLEANUP_FINALIZER, LoadBalancerIngress, Name, Node, Service};
+use crate::queue::{Clock, QueueConfig, WorkQueue};
+use crate::reconcile::Event;
+use crate::reconcile::load_balancer::{
+    ClassFilter, HostSet, LoadBalancerProvider, ProviderError, host_set, needs_cleanup,
+    needs_update, node_change_matters, wants_load_balancer,
+};
+use crate::sink::{ServiceChange, ServicePatch, Sink};
+
+/// The controller name in sync records.
+pub const SERVICE_LB_CONTROLLER: &str = "service-lb";
+/// Upstream's name of its service queue.
+pub const QUEUE_SERVICE: &str = "service";
+
+/// Upstream's service queue: per-key backoff from 5 s to 300 s, no token bucket, retried forever.
+fn queue_config() -> QueueConfig {
+    QueueConfig {
+        base_delay: Duration::from_secs(5),
+        max_delay: Duration::from_secs(300),
+        qps: 0.0,
+        burst: 0,
+        max_retries: u32::MAX,
+    }
+}
+
+/// One call made to the provider, as `sliced reconcile` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderCall {
+    pub service: ServiceKey,
+    pub operation: ProviderOperation,
+    /// The backends handed over, by node name (empty for a delete).
+    pub hosts: Vec<Name>,
+    /// The ingress an ensure answered.
+    pub ingress: Vec<LoadBalancerIngress>,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProviderOperation {
+    Ensure,
+    UpdateHosts,
+    EnsureDeleted,
+}
+
+impl ProviderOperation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderOperation::Ensure => "ensure",
+            ProviderOperation::UpdateHosts => "update",
+            ProviderOperation::EnsureDeleted => "delete",
+        }
+    }
+}
+
+pub(super) struct LoadBalancerController {
+    pub queue: WorkQueue<ServiceKey>,
+    provider: Arc<dyn LoadBalancerProvider>,
+    classes: ClassFilter,
+    /// Upstream's cache: the Service each key's last sync processed. It deletes the load balancer
+    /// of a Service that is gone or was replaced under the same name.
+    processed: Mutex<HashMap<ServiceKey, Arc<Service>>>,
+    /// The host set last handed to the provider, per Service.
+    last_hosts: Mutex<HashMap<ServiceKey, HostSet>>,
+    /// Keys whose last sync failed: their next sync is a full one.
+    failed: Mutex<HashSet<ServiceKey>>,
+    /// A node change the predicates see arrived since the last batch.
+    nodes_moved: AtomicBool,
+    /// Keys queued by node sync alone, for `update_hosts`.
+    hosts_only: Mutex<HashSet<ServiceKey>>,
+    /// Every provider call, for `sliced reconcile` to list; `None` when nobody reads them.
+    calls: Mutex<Option<Vec<ProviderCall>>>,
+}
+
+pub(super) struct Prepared {
+    service: Option<Arc<Service>>,
+    hosts: HostSet,
+}
+
+impl LoadBalancerController {
+    pub fn new(
+        provider: Arc<dyn LoadBalancerProvider>,
+        classes: ClassFilter,
+        record_calls: bool,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        LoadBalancerController {
+            queue: WorkQueue::new(queue_config(), clock),
+            provider,
+            classes,
+            processed: Mutex::default(),
+            last_hosts: Mutex::default(),
+            failed: Mutex::default(),
+            nodes_moved: AtomicBool::new(false),
+            hosts_only: Mutex::default(),
+            calls: Mutex::new(record_calls.then(Vec::new)),
+        }
+    }
+
+    /// The provider calls made so far, and forgets them.
+    pub fn take_calls(&self) -> Vec<ProviderCall> {
+        self.calls
+            .lock()
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn note_call(&self, call: ProviderCall) {
+        if let Some(calls) = self.calls.lock().as_mut() {
+            calls.push(call);
+        }
+    }
+
+    fn wants(&self, service: &Service) -> bool {
+        wants_load_balancer(service, &self.classes)
+    }
+}
+
+impl Handlers for LoadBalancerController {
+    fn queue(&self) -> &WorkQueue<ServiceKey> {
+        &self.queue
+    }
+
+    fn queue_name(&self) -> &'static str {
+        QUEUE_SERVICE
+    }
+
+    fn service_changed(&self, key: &ServiceKey, old: Option<&Service>, new: Option<&Service>) {
+        let queue = match (old, new) {
+            (_, Some(new)) if needs_cleanup(new) => true,
+            (None, Some(new)) => self.wants(new),
+            (Some(old), Some(new)) => needs_update(old, new, &self.classes),
+            // Upstream has no delete handler and leaves the load balancer of a Service deleted
+            // without the finalizer until something else queues its key; this queues it.
+            (_, None) => self.processed.lock().contains_key(key),
+        };
+        if queue {
+            self.hosts_only.lock().remove(key);
+            self.queue.add(key.clone());
+        }
+    }
+
+    fn node_changed(&self, old: Option<&Node>, new: Option<&Node>) {
+        let matters = match (old, new) {
+            (Some(old), Some(new)) => node_change_matters(old, new),
+            _ => true,
+        };
+        if matters {
+            self.nodes_moved.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Node sync: the host set computed once, and only the Services whose last one differs queued.
+    fn before_batch(&self, index: &Index) {
+        if !self.nodes_moved.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        let nodes = index.nodes().snapshot();
+        let hosts = host_set(nodes.values().map(|n| n.as_ref()));
+        let processed = self.processed.lock();
+        let last = self.last_hosts.lock();
+        let failed = self.failed.lock();
+        let mut hosts_only = self.hosts_only.lock();
+        for (key, service) in processed.iter() {
+            if !self.wants(service) || last.get(key) == Some(&hosts) {
+                continue;
+            }
+            let fresh = index
+                .services()
+                .get(&key.namespace, &key.name)
+                .is_some_and(|now| Arc::ptr_eq(&now, service));
+            if fresh && !failed.contains(key) {
+                hosts_only.insert(key.clone());
+            }
+            self.queue.add(key.clone());
+        }
+    }
+
+    /// Before the first sync the provider takes back what the cluster's statuses hold, so that
+    /// a restart moves no address.
+    fn started(&self, index: &Index) {
+        let services: Vec<Arc<Service>> = index
+            .services()
+            .keys()
+            .into_iter()
+            .filter_map(|k| index.services().get(&k.namespace, &k.name))
+            .collect();
+        let wanted: Vec<&Service> = services
+            .iter()
+            .map(|s| s.as_ref())
+            .filter(|s| self.wants(s))
+            .collect();
+        self.provider.restore(&wanted);
+        for service in &services {
+            if self.wants(service) || needs_cleanup(service) {
+                self.queue.add(ServiceKey::of(service));
+            }
+        }
+    }
+
+    fn resync(&self, index: &Index) {
+        // Upstream's resync redelivers every Service unchanged: only cleanups are queued again.
+        for key in index.services().keys() {
+            if let Some(service) = index.services().get(&key.namespace, &key.name)
+                && needs_cleanup(&service)
+            {
+                self.queue.add(key);
+            }
+        }
+    }
+}
+
+impl Controller for LoadBalancerController {
+    type Prepared = Prepared;
+
+    fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Prepared {
+        let nodes = cx.index.nodes().snapshot();
+        Prepared {
+            service: cx.index.services().get(&key.namespace, &key.name),
+            hosts: host_set(nodes.values().map(|n| n.as_ref())),
+        }
+    }
+
+    fn finish(
+        &self,
+        _cx: &Cluster<'_>,
+        key: &ServiceKey,
+        prepared: Prepared,
+        sink: &dyn Sink,
+        at: Duration,
+        events: &mut Vec<(ServiceKey, Event)>,
+    ) -> (SyncRecord, Option<String>) {
+        let mut record = SyncRecord::new(at, key.clone(), SERVICE_LB_CONTROLLER);
+        let hosts_only = self.hosts_only.lock().remove(key);
+        let mut sync = Sync {
+            controller: self,
+            key,
+            sink,
+            events,
+        };
+        let result = match prepared.service {
+            None => sync.service_gone(),
+            Some(service) if hosts_only => sync.update_hosts(&service, prepared.hosts),
+            Some(service) => sync.service(service, prepared.hosts),
+        };
+        match result {
+            Ok(()) => {
+                self.failed.lock().remove(key);
+                (record, None)
+            }
+            Err(error) => {
+                self.failed.lock().insert(key.clone());
+                record.outcome = SyncOutcome::Error;
+                let message = error.to_string();
+                record.message = Some(message.clone());
+                if let SyncError::Provider(ProviderError::Retry { after, .. }) = error {
+                    // A fixed delay the provider asked for: not a failure to back off from.
+                    self.queue.add_after(key.clone(), after);
+                    return (record, None);
+                }
+                (record, Some(message))
+            }
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+enum SyncError {
+    #[error(transparent)]
+    Provider(ProviderError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One sync of one key.
+struct Sync<'a> {
+    controller: &'a LoadBalancerController,
+    key: &'a ServiceKey,
+    sink: &'a dyn Sink,
+    events: &'a mut Vec<(ServiceKey, Event)>,
+}
+
+impl Sync<'_> {
+    fn event(&mut self, event: Event) {
+        self.events.push((self.key.clone(), event));
+    }
+
+    fn call(
+        &self,
+        operation: ProviderOperation,
+        hosts: &HostSet,
+        ingress: &[LoadBalancerIngress],
+        error: Option<&ProviderError>,
+    ) {
+        self.controller.note_call(ProviderCall {
+            service: self.key.clone(),
+            operation,
+            hosts: hosts.keys().cloned().collect(),
+            ingress: ingress.to_vec(),
+            error: error.map(ToString::to_string),
+        });
+    }
+
+    /// Upstream's `processServiceDeletion`: the Service is gone; its load balancer goes too.
+    fn service_gone(&mut self) -> Result<(), SyncError> {
+        let cached = self.controller.processed.lock().remove(self.key);
+        let Some(cached) = cached else {
+            return Ok(());
+        };
+        if let Err(error) = self.delete_previous(&cached) {
+            self.controller
+                .processed
+                .lock()
+                .insert(self.key.clone(), cached);
+            return Err(error);
+        }
+        self.controller.last_hosts.lock().remove(self.key);
+        Ok(())
+    }
+
+    /// The load balancer of a Service that no longer exists as it was: deleted when it wanted one.
+    fn delete_previous(&mut self, previous: &Service) -> Result<(), SyncError> {
+        if !self.controller.wants(previous) {
+            return Ok(());
+        }
+        self.event(Event::normal(
+            "DeletingLoadBalancer",
+            "Deleting load balancer",
+        ));
+        let outcome = self.controller.provider.ensure_deleted(previous);
+        self.call(
+            ProviderOperation::EnsureDeleted,
+            &HostSet::new(),
+            &[],
+            outcome.as_ref().err(),
+        );
+        match outcome {
+            Ok(()) | Err(ProviderError::ImplementedElsewhere) => {
+                self.event(Event::normal(
+                    "DeletedLoadBalancer",
+                    "Deleted load balancer",
+                ));
+                Ok(())
+            }
+            Err(error) => {
+                self.event(Event::warning(
+                    "DeleteLoadBalancerFailed",
+                    format!("Error deleting load balancer: {error}"),
+                ));
+                Err(SyncError::Provider(error))
+            }
+        }
+    }
+
+    /// Upstream's `syncService` for a Service that exists.
+    fn service(&mut self, service: Arc<Service>, hosts: HostSet) -> Result<(), SyncError> {
+        let previous = self
+            .controller
+            .processed
+            .lock()
+            .insert(self.key.clone(), Arc::clone(&service));
+        if let Some(previous) = previous
+            && previous.meta.uid != service.meta.uid
+        {
+            // A new Service under the same name: the old one's load balancer goes first.
+            if let Err(error) = self.delete_previous(&previous) {
+                self.controller
+                    .processed
+                    .lock()
+                    .insert(self.key.clone(), previous);
+                return Err(error);
+            }
+        }
+        let result = if !self.controller.wants(&service) || needs_cleanup(&service) {
+            self.cleanup(&service)
+        } else {
+            self.ensure(&service, hosts)
+        };
+        if let Err(error) = &result {
+            self.event(Event::warning(
+                "SyncLoadBalancerFailed",
+                format!("Error syncing load balancer: {error}"),
+            ));
+        }
+        result
+    }
+
+    fn cleanup(&mut self, service: &Service) -> Result<(), SyncError> {
+        let provider = &self.controller.provider;
+        let exists = provider.get(service).map_err(|e| {
+            SyncError::Other(format!(
+                "failed to check if load balancer exists before cleanup: {e}"
+            ))
+        })?;
+        if exists.is_some() {
+            self.event(Event::normal(
+                "DeletingLoadBalancer",
+                "Deleting load balancer",
+            ));
+            let outcome = provider.ensure_deleted(service);
+            self.call(
+                ProviderOperation::EnsureDeleted,
+                &HostSet::new(),
+                &[],
+                outcome.as_ref().err(),
+            );
+            match outcome {
+                Ok(()) | Err(ProviderError::ImplementedElsewhere) => {}
+                Err(error) => return Err(SyncError::Provider(error)),
+            }
+        }
+        let lb = service.load_balancer.as_deref();
+        if lb.is_some_and(|lb| lb.has_cleanup_finalizer()) {
+            let kept: Vec<Name> = lb
+                .into_iter()
+                .flat_map(|lb| lb.finalizers.iter())
+                .filter(|f| f.as_str() != LOAD_BALANCER_CLEANUP_FINALIZER)
+                .cloned()
+                .collect();
+            self.patch(ServiceChange::Finalizers(kept))?;
+        }
+        self.event(Event::normal(
+            "DeletedLoadBalancer",
+            "Deleted load balancer",
+        ));
+        if lb.is_some_and(|lb| !lb.ingress.is_empty()) {
+            self.patch_status(ServiceChange::Ingress(Vec::new()))?;
+        }
+        self.controller.processed.lock().remove(self.key);
+        self.controller.last_hosts.lock().remove(self.key);
+        Ok(())
+    }
+
+    fn ensure(&mut self, service: &Service, hosts: HostSet) -> Result<(), SyncError> {
+        self.event(Event::normal(
+            "EnsuringLoadBalancer",
+            "Ensuring load balancer",
+        ));
+        let lb = service.load_balancer.as_deref();
+        if !lb.is_some_and(|lb| lb.has_cleanup_finalizer()) {
+            let mut finalizers: Vec<Name> = lb.map(|lb| lb.finalizers.clone()).unwrap_or_default();
+            finalizers.push(crate::model::intern(LOAD_BALANCER_CLEANUP_FINALIZER));
+            self.patch(ServiceChange::Finalizers(finalizers))?;
+        }
+        if hosts.is_empty() {
+            self.event(Event::warning(
+                "UnAvailableLoadBalancer",
+                "There are no available nodes for LoadBalancer",
+            ));
+        }
+        self.controller
+            .last_hosts
+            .lock()
+            .insert(self.key.clone(), hosts.clone());
+        let outcome = self.controller.provider.ensure(service, &hosts);
+        let ingress = outcome
+            .as_ref()
+            .map(|e| e.ingress.as_slice())
+            .unwrap_or(&[]);
+        self.call(
+            ProviderOperation::Ensure,
+            &hosts,
+            ingress,
+            outcome.as_ref().err(),
+        );
+        let ensured = match outcome {
+            Ok(ensured) => ensured,
+            Err(ProviderError::ImplementedElsewhere) => return Ok(()),
+            Err(mut error) => {
+                if let ProviderError::Failed { events, .. } = &mut error {
+                    for event in std::mem::take(events) {
+                        self.event(event);
+                    }
+                }
+                return Err(SyncError::Provider(error));
+            }
+        };
+        for event in ensured.events {
+            self.event(event);
+        }
+        self.event(Event::normal(
+            "EnsuredLoadBalancer",
+            "Ensured load balancer",
+        ));
+        let held: &[LoadBalancerIngress] = lb.map(|lb| lb.ingress.as_slice()).unwrap_or(&[]);
+        if held != ensured.ingress.as_slice() {
+            self.patch_status(ServiceChange::Ingress(ensured.ingress))?;
+        }
+        Ok(())
+    }
+
+    /// Node sync's call for one Service whose host set moved and nothing else.
+    fn update_hosts(&mut self, service: &Service, hosts: HostSet) -> Result<(), SyncError> {
+        self.controller
+            .last_hosts
+            .lock()
+            .insert(self.key.clone(), hosts.clone());
+        let outcome = self.controller.provider.update_hosts(service, &hosts);
+        self.call(
+            ProviderOperation::UpdateHosts,
+            &hosts,
+            &[],
+            outcome.as_ref().err(),
+        );
+        match outcome {
+            Ok(()) if hosts.is_empty() => self.event(Event::warning(
+                "UnAvailableLoadBalancer",
+                "There are no available nodes for LoadBalancer",
+            )),
+            Ok(()) => self.event(Event::normal(
+                "UpdatedLoadBalancer",
+                "Updated load balancer with new hosts",
+            )),
+            Err(ProviderError::ImplementedElsewhere) => {}
+            Err(error) => {
+                let names: Vec<&str> = hosts.keys().take(20).map(|n| n.as_str()).collect();
+                self.event(Event::warning(
+                    "UpdateLoadBalancerFailed",
+                    format!(
+                        "Error updating load balancer with new hosts {names:?} [node number: {}]: {error}",
+                        hosts.len()
+                    ),
+                ));
+                return Err(SyncError::Provider(error));
+            }
+        }
+        Ok(())
+    }
+
+    fn patch(&self, change: ServiceChange) -> Result<(), SyncError> {
+        self.sink
+            .patch_service(&ServicePatch {
+                namespace: self.key.namespace.clone(),
+                name: self.key.name.clone(),
+                change,
+            })
+            .map_err(|e| SyncError::Other(e.to_string()))
+    }
+
+    /// A status patch: a Service gone meanwhile (NotFound) is no failure, as upstream.
+    fn patch_status(&self, change: ServiceChange) -> Result<(), SyncError> {
+        match self.sink.patch_service(&ServicePatch {
+            namespace: self.key.namespace.clone(),
+            name: self.key.name.clone(),
+            change,
+        }) {
+            Err(e) if !e.is_not_found() => Err(SyncError::Other(e.to_string())),
+            _ => Ok(()),
+        }
+    }
+}
