@@ -80,12 +80,14 @@ pub(super) struct LoadBalancerController {
     processed: Mutex<HashMap<ServiceKey, Arc<Service>>>,
     /// The host set last handed to the provider, per Service.
     last_hosts: Mutex<HashMap<ServiceKey, HostSet>>,
-    /// Keys whose last sync failed: their next sync is a full one.
-    failed: Mutex<HashSet<ServiceKey>>,
+    /// Keys whose next sync must be a full one: queued for a change of the Service, at start,
+    /// by a resync, or failed last time.
+    full: Mutex<HashSet<ServiceKey>>,
     /// A node change the predicates see arrived since the last batch.
     nodes_moved: AtomicBool,
-    /// Keys queued by node sync alone, for `update_hosts`.
-    hosts_only: Mutex<HashSet<ServiceKey>>,
+    /// Keys whose host set moved since their last sync: `update_hosts` is enough for those not
+    /// also in `full`.
+    hosts_moved: Mutex<HashSet<ServiceKey>>,
     /// Every provider call, for `sliced reconcile` to list; `None` when nobody reads them.
     calls: Mutex<Option<Vec<ProviderCall>>>,
 }
@@ -108,9 +110,9 @@ impl LoadBalancerController {
             classes,
             processed: Mutex::default(),
             last_hosts: Mutex::default(),
-            failed: Mutex::default(),
+            full: Mutex::default(),
             nodes_moved: AtomicBool::new(false),
-            hosts_only: Mutex::default(),
+            hosts_moved: Mutex::default(),
             calls: Mutex::new(record_calls.then(Vec::new)),
         }
     }
@@ -133,6 +135,12 @@ impl LoadBalancerController {
     fn wants(&self, service: &Service) -> bool {
         wants_load_balancer(service, &self.classes)
     }
+
+    /// Queues a full sync of `key`.
+    fn queue_full(&self, key: ServiceKey) {
+        self.full.lock().insert(key.clone());
+        self.queue.add(key);
+    }
 }
 
 impl Handlers for LoadBalancerController {
@@ -154,8 +162,7 @@ impl Handlers for LoadBalancerController {
             (_, None) => self.processed.lock().contains_key(key),
         };
         if queue {
-            self.hosts_only.lock().remove(key);
-            self.queue.add(key.clone());
+            self.queue_full(key.clone());
         }
     }
 
@@ -178,19 +185,16 @@ impl Handlers for LoadBalancerController {
         let hosts = host_set(nodes.values().map(|n| n.as_ref()));
         let processed = self.processed.lock();
         let last = self.last_hosts.lock();
-        let failed = self.failed.lock();
-        let mut hosts_only = self.hosts_only.lock();
-        for (key, service) in processed.iter() {
-            if !self.wants(service) || last.get(key) == Some(&hosts) {
-                continue;
-            }
-            let fresh = index
-                .services()
-                .get(&key.namespace, &key.name)
-                .is_some_and(|now| Arc::ptr_eq(&now, service));
-            if fresh && !failed.contains(key) {
-                hosts_only.insert(key.clone());
-            }
+        let mut keys: Vec<&ServiceKey> = processed
+            .iter()
+            .filter(|(key, service)| self.wants(service) && last.get(*key) != Some(&hosts))
+            .map(|(key, _)| key)
+            .collect();
+        // Queued in key order, so that a run is the same every time.
+        keys.sort_unstable();
+        let mut moved = self.hosts_moved.lock();
+        for key in keys {
+            moved.insert(key.clone());
             self.queue.add(key.clone());
         }
     }
@@ -212,7 +216,7 @@ impl Handlers for LoadBalancerController {
         self.provider.restore(&wanted);
         for service in &services {
             if self.wants(service) || needs_cleanup(service) {
-                self.queue.add(ServiceKey::of(service));
+                self.queue_full(ServiceKey::of(service));
             }
         }
     }
@@ -223,7 +227,7 @@ impl Handlers for LoadBalancerController {
             if let Some(service) = index.services().get(&key.namespace, &key.name)
                 && needs_cleanup(&service)
             {
-                self.queue.add(key);
+                self.queue_full(key);
             }
         }
     }
@@ -250,7 +254,10 @@ impl Controller for LoadBalancerController {
         events: &mut Vec<(ServiceKey, Event)>,
     ) -> (SyncRecord, Option<String>) {
         let mut record = SyncRecord::new(at, key.clone(), SERVICE_LB_CONTROLLER);
-        let hosts_only = self.hosts_only.lock().remove(key);
+        let moved = self.hosts_moved.lock().remove(key);
+        let full = self.full.lock().remove(key);
+        let known = self.processed.lock().contains_key(key);
+        let hosts_only = moved && !full && known;
         let mut sync = Sync {
             controller: self,
             key,
@@ -263,12 +270,10 @@ impl Controller for LoadBalancerController {
             Some(service) => sync.service(service, prepared.hosts),
         };
         match result {
-            Ok(()) => {
-                self.failed.lock().remove(key);
-                (record, None)
-            }
+            Ok(()) => (record, None),
             Err(error) => {
-                self.failed.lock().insert(key.clone());
+                // Whatever failed, the retry syncs in full.
+                self.full.lock().insert(key.clone());
                 record.outcome = SyncOutcome::Error;
                 let message = error.to_string();
                 record.message = Some(message.clone());

@@ -16,6 +16,7 @@ mod incremental;
 mod index;
 mod invalidation;
 mod late_events;
+mod load_balancer;
 mod mirroring;
 #[path = "../support/model.rs"]
 mod model;

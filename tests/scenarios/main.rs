@@ -34,6 +34,7 @@
 
 mod deploy_manifests;
 mod generate;
+mod load_balancers;
 mod manifest;
 mod matcher;
 mod one_driver;
