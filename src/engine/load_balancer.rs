@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 
 use super::Cluster;
 use super::controller::{Controller, Handlers, SyncOutcome, SyncRecord};
+use crate::index::NodeMap;
 use crate::index::{Index, ServiceKey};
 use crate::model::{LOAD_BALANCER_CLEANUP_FINALIZER, LoadBalancerIngress, Name, Node, Service};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
@@ -78,8 +79,10 @@ pub(super) struct LoadBalancerController {
     /// Upstream's cache: the Service each key's last sync processed. It deletes the load balancer
     /// of a Service that is gone or was replaced under the same name.
     processed: Mutex<HashMap<ServiceKey, Arc<Service>>>,
-    /// The host set last handed to the provider, per Service.
-    last_hosts: Mutex<HashMap<ServiceKey, HostSet>>,
+    /// The host set last handed to the provider, per Service: shared, as most are the same.
+    last_hosts: Mutex<HashMap<ServiceKey, Arc<HostSet>>>,
+    /// The host set of the node store's last snapshot, computed once for every Service.
+    hosts: Mutex<Option<(Arc<NodeMap>, Arc<HostSet>)>>,
     /// Keys whose next sync must be a full one: queued for a change of the Service, at start,
     /// by a resync, or failed last time.
     full: Mutex<HashSet<ServiceKey>>,
@@ -94,7 +97,7 @@ pub(super) struct LoadBalancerController {
 
 pub(super) struct Prepared {
     service: Option<Arc<Service>>,
-    hosts: HostSet,
+    hosts: Arc<HostSet>,
 }
 
 impl LoadBalancerController {
@@ -110,6 +113,7 @@ impl LoadBalancerController {
             classes,
             processed: Mutex::default(),
             last_hosts: Mutex::default(),
+            hosts: Mutex::default(),
             full: Mutex::default(),
             nodes_moved: AtomicBool::new(false),
             hosts_moved: Mutex::default(),
@@ -126,10 +130,25 @@ impl LoadBalancerController {
             .unwrap_or_default()
     }
 
-    fn note_call(&self, call: ProviderCall) {
+    /// Keeps the call made by `call`, when calls are recorded.
+    fn note_call(&self, call: impl FnOnce() -> ProviderCall) {
         if let Some(calls) = self.calls.lock().as_mut() {
-            calls.push(call);
+            calls.push(call());
         }
+    }
+
+    /// The nodes that back load balancers now: computed once per change of the node store.
+    fn current_hosts(&self, index: &Index) -> Arc<HostSet> {
+        let nodes = index.nodes().snapshot();
+        let mut cached = self.hosts.lock();
+        if let Some((seen, hosts)) = cached.as_ref()
+            && Arc::ptr_eq(seen, &nodes)
+        {
+            return Arc::clone(hosts);
+        }
+        let hosts = Arc::new(host_set(nodes.values().map(|n| n.as_ref())));
+        *cached = Some((nodes, Arc::clone(&hosts)));
+        hosts
     }
 
     fn wants(&self, service: &Service) -> bool {
@@ -181,13 +200,16 @@ impl Handlers for LoadBalancerController {
         if !self.nodes_moved.swap(false, Ordering::Relaxed) {
             return;
         }
-        let nodes = index.nodes().snapshot();
-        let hosts = host_set(nodes.values().map(|n| n.as_ref()));
+        let hosts = self.current_hosts(index);
         let processed = self.processed.lock();
         let last = self.last_hosts.lock();
+        let moved = |key: &ServiceKey| {
+            last.get(key)
+                .is_none_or(|l| !Arc::ptr_eq(l, &hosts) && **l != *hosts)
+        };
         let mut keys: Vec<&ServiceKey> = processed
             .iter()
-            .filter(|(key, service)| self.wants(service) && last.get(*key) != Some(&hosts))
+            .filter(|(key, service)| self.wants(service) && moved(key))
             .map(|(key, _)| key)
             .collect();
         // Queued in key order, so that a run is the same every time.
@@ -208,12 +230,13 @@ impl Handlers for LoadBalancerController {
             .into_iter()
             .filter_map(|k| index.services().get(&k.namespace, &k.name))
             .collect();
-        let wanted: Vec<&Service> = services
+        // Those being cleaned up hold their addresses until their load balancer is deleted.
+        let holding: Vec<&Service> = services
             .iter()
             .map(|s| s.as_ref())
-            .filter(|s| self.wants(s))
+            .filter(|s| self.wants(s) || needs_cleanup(s))
             .collect();
-        self.provider.restore(&wanted);
+        self.provider.restore(&holding);
         for service in &services {
             if self.wants(service) || needs_cleanup(service) {
                 self.queue_full(ServiceKey::of(service));
@@ -237,10 +260,9 @@ impl Controller for LoadBalancerController {
     type Prepared = Prepared;
 
     fn prepare(&self, cx: &Cluster<'_>, key: &ServiceKey) -> Prepared {
-        let nodes = cx.index.nodes().snapshot();
         Prepared {
             service: cx.index.services().get(&key.namespace, &key.name),
-            hosts: host_set(nodes.values().map(|n| n.as_ref())),
+            hosts: self.current_hosts(cx.index),
         }
     }
 
@@ -316,7 +338,7 @@ impl Sync<'_> {
         ingress: &[LoadBalancerIngress],
         error: Option<&ProviderError>,
     ) {
-        self.controller.note_call(ProviderCall {
+        self.controller.note_call(|| ProviderCall {
             service: self.key.clone(),
             operation,
             hosts: hosts.keys().cloned().collect(),
@@ -377,7 +399,7 @@ impl Sync<'_> {
     }
 
     /// Upstream's `syncService` for a Service that exists.
-    fn service(&mut self, service: Arc<Service>, hosts: HostSet) -> Result<(), SyncError> {
+    fn service(&mut self, service: Arc<Service>, hosts: Arc<HostSet>) -> Result<(), SyncError> {
         let previous = self
             .controller
             .processed
@@ -395,7 +417,12 @@ impl Sync<'_> {
                 return Err(error);
             }
         }
-        let result = if !self.controller.wants(&service) || needs_cleanup(&service) {
+        // A Service being deleted gets no load balancer, finalizer or not: the API server refuses
+        // a new finalizer on it (upstream then retries for ever, cloud-provider-gcp#981).
+        let ensure = self.controller.wants(&service)
+            && !needs_cleanup(&service)
+            && service.meta.deletion_timestamp.is_none();
+        let result = if !ensure {
             self.cleanup(&service)
         } else {
             self.ensure(&service, hosts)
@@ -455,7 +482,7 @@ impl Sync<'_> {
         Ok(())
     }
 
-    fn ensure(&mut self, service: &Service, hosts: HostSet) -> Result<(), SyncError> {
+    fn ensure(&mut self, service: &Service, hosts: Arc<HostSet>) -> Result<(), SyncError> {
         self.event(Event::normal(
             "EnsuringLoadBalancer",
             "Ensuring load balancer",
@@ -475,7 +502,7 @@ impl Sync<'_> {
         self.controller
             .last_hosts
             .lock()
-            .insert(self.key.clone(), hosts.clone());
+            .insert(self.key.clone(), Arc::clone(&hosts));
         let outcome = self.controller.provider.ensure(service, &hosts);
         let ingress = outcome
             .as_ref()
@@ -514,11 +541,11 @@ impl Sync<'_> {
     }
 
     /// Node sync's call for one Service whose host set moved and nothing else.
-    fn update_hosts(&mut self, service: &Service, hosts: HostSet) -> Result<(), SyncError> {
+    fn update_hosts(&mut self, service: &Service, hosts: Arc<HostSet>) -> Result<(), SyncError> {
         self.controller
             .last_hosts
             .lock()
-            .insert(self.key.clone(), hosts.clone());
+            .insert(self.key.clone(), Arc::clone(&hosts));
         let outcome = self.controller.provider.update_hosts(service, &hosts);
         self.call(
             ProviderOperation::UpdateHosts,

@@ -18,6 +18,7 @@ use std::fmt;
 pub use cluster::{Index, Pods, ServiceKeys, Services};
 pub use projection::{PodProjection, pod_projection};
 pub use slices::{SliceStore, is_managed};
+pub(crate) use store::NodeMap;
 pub use store::{EndpointsStore, NodeStore, Relist};
 
 use crate::model::{Name, Service, intern};
