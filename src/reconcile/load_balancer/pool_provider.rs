@@ -154,6 +154,27 @@ fn requested(service: &Service) -> Result<Vec<IpAddr>, String> {
         .collect()
 }
 
+/// MetalLB's warning for each annotation read under its old `metallb.universe.tf/` name.
+fn deprecated_annotations(service: &Service) -> Vec<Event> {
+    let annotations = &service.meta.annotations;
+    [
+        ANNOTATION_LOAD_BALANCER_IPS,
+        ANNOTATION_ADDRESS_POOL,
+        ANNOTATION_ALLOW_SHARED_IP,
+    ]
+    .iter()
+    .filter(|name| annotations.get(name).is_none())
+    .filter_map(|name| {
+        let old = format!("{DEPRECATED_PREFIX}{}", name.strip_prefix("metallb.io/")?);
+        annotations.get(&old)?;
+        Some(Event::warning(
+            "deprecatedAnnotation",
+            format!("Service uses deprecated annotation {old}, use {name} instead"),
+        ))
+    })
+    .collect()
+}
+
 fn events(notes: Vec<Note>) -> Vec<Event> {
     notes
         .into_iter()
@@ -224,32 +245,51 @@ impl LoadBalancerProvider for PoolProvider {
         "address-pools"
     }
 
+    /// Held by the allocator, or else in the Service's status and inside a pool (an address
+    /// given before this process started, which it has not taken back).
     fn get(&self, service: &Service) -> Result<Option<Vec<LoadBalancerIngress>>, ProviderError> {
         let st = self.state.lock();
-        Ok(st
-            .allocator
-            .addresses_of(&service.meta.key())
-            .map(|ips| ips.iter().map(|ip| LoadBalancerIngress::ip(*ip)).collect()))
+        let ips = match st.allocator.addresses_of(&service.meta.key()) {
+            Some(held) => held.to_vec(),
+            None => {
+                let mut ips = status_ips(service);
+                ips.retain(|ip| st.allocator.pool_of(*ip).is_some());
+                ips
+            }
+        };
+        Ok((!ips.is_empty()).then(|| ips.into_iter().map(LoadBalancerIngress::ip).collect()))
     }
 
     fn ensure(&self, service: &Service, _hosts: &HostSet) -> Result<Ensured, ProviderError> {
-        let desired =
-            requested(service).map_err(|m| failed("LoadBalancerFailed", m, Vec::new()))?;
         let current = status_ips(service);
+        let desired = requested(service).map_err(|m| {
+            // MetalLB's words: refused as it stands when it holds addresses, as a failed
+            // allocation when it has none yet.
+            if current.is_empty() {
+                let message = format!("Failed to allocate IP for {:?}: {m}", service.meta.key());
+                failed("AllocationFailed", message, Vec::new())
+            } else {
+                failed("LoadBalancerFailed", m, Vec::new())
+            }
+        })?;
         let mut st = self.state.lock();
         st.with_claim(service, |allocator, claim| {
             let held = allocator
                 .addresses_of(claim.service)
                 .map(<[IpAddr]>::to_vec);
             match allocator.converge(claim, &current, &desired) {
-                Ok(converged) => Ok(Ensured {
-                    ingress: converged
-                        .addresses
-                        .iter()
-                        .map(|ip| LoadBalancerIngress::ip(*ip))
-                        .collect(),
-                    events: events(converged.notes),
-                }),
+                Ok(converged) => {
+                    let mut events = events(converged.notes);
+                    events.extend(deprecated_annotations(service));
+                    Ok(Ensured {
+                        ingress: converged
+                            .addresses
+                            .iter()
+                            .map(|ip| LoadBalancerIngress::ip(*ip))
+                            .collect(),
+                        events,
+                    })
+                }
                 Err(error) => {
                     // Keep what it had: the addresses it held stay its own.
                     if let Some(held) = held.filter(|h| !h.is_empty()) {
