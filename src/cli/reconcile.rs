@@ -121,6 +121,10 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    // `loadBalancers` is printed when the service controller had a Service to look at, so that
+    // the output of a cluster without any is what it was before the controller existed.
+    let load_balancer_services = controllers.load_balancer
+        && (manifest.objects.services.iter()).any(|s| s.load_balancer.is_some());
     let load_balancers = LoadBalancerOptions {
         provider: Some(Arc::new(provider)),
         classes: ClassFilter(args.lb_class.as_deref().map(sliced::model::intern)),
@@ -137,7 +141,7 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
     let objects = render::final_objects(&result, &manifest.given);
     let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     match args.output {
-        Format::Json => render::json(&mut out, &result, &objects, controllers.load_balancer),
+        Format::Json => render::json(&mut out, &result, &objects, load_balancer_services),
         Format::Yaml => render::yaml(&mut out, &objects),
     }
     .and_then(|()| out.flush().context("writing output"))?;

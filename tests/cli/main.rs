@@ -4,6 +4,7 @@
 //! `sliced simulate --events` (`replay`).
 
 mod controllers;
+mod load_balancers;
 mod reconcile;
 mod replay;
 mod sim;

@@ -102,8 +102,8 @@ pub fn yaml(out: &mut impl Write, objects: &[(Kind, Printed)]) -> anyhow::Result
     Ok(())
 }
 
-/// `{"writes", "objects", "errors", "events"}`, and `"loadBalancers"` when the service controller
-/// ran, pretty-printed as serde_json prints a value.
+/// `{"writes", "objects", "errors", "events"}`, and `"loadBalancers"` when asked, pretty-printed
+/// as serde_json prints a value.
 pub fn json(
     out: &mut impl Write,
     result: &SnapshotResult,
