@@ -87,6 +87,15 @@ impl Controllers {
     }
 }
 
+impl Controllers {
+    /// Whether `list` names the service controller itself (not only through `all` or `*`).
+    pub fn names_load_balancer(list: &str) -> bool {
+        list.split(',')
+            .map(str::trim)
+            .any(|n| matches!(n, "service-lb" | "service" | "service-lb-controller"))
+    }
+}
+
 impl Default for Controllers {
     fn default() -> Self {
         Controllers::ALL
@@ -145,6 +154,11 @@ mod tests {
         };
         assert_eq!(Controllers::parse("-endpoint"), Ok(none));
         assert!(Controllers::parse("-all").is_err());
+        assert!(Controllers::names_load_balancer(
+            "endpoint, service-lb-controller"
+        ));
+        assert!(!Controllers::names_load_balancer("*,-service"));
+        assert!(!Controllers::names_load_balancer("all"));
         assert!(Controllers::parse("endpointslices").is_err());
     }
 }

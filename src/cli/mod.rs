@@ -29,3 +29,23 @@ impl TrafficDistributionArgs {
 pub fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
     sliced::duration::parse_duration(s).map_err(|e| e.to_string())
 }
+
+/// The address pools of `--lb-pools` files added to `pools` (those given with the input), checked
+/// together: no name twice, no address in two pools. A file's other objects are not read.
+pub fn lb_pools(
+    files: &[String],
+    mut pools: Vec<sliced::reconcile::load_balancer::pools::Pool>,
+) -> Result<Vec<sliced::reconcile::load_balancer::pools::Pool>, String> {
+    for file in files {
+        let loaded = sliced::kube::manifest::load_file(file).map_err(|e| e.to_string())?;
+        if !loaded.is_empty() {
+            eprintln!(
+                "warning: {file}: {} objects other than IPAddressPools not read",
+                loaded.len()
+            );
+        }
+        pools.extend(loaded.pools);
+    }
+    sliced::reconcile::load_balancer::pools::check_pools(&pools).map_err(|e| e.to_string())?;
+    Ok(pools)
+}

@@ -12,7 +12,7 @@ use super::render;
 use sliced::engine::LoadBalancerOptions;
 use sliced::kube::manifest::{self, Manifest};
 use sliced::model::{Labels, Name};
-use sliced::reconcile::load_balancer::{ClassFilter, PoolProvider, pools};
+use sliced::reconcile::load_balancer::{ClassFilter, PoolProvider};
 use sliced::reconcile::{Options, mirroring};
 use sliced::snapshot::{Controllers, reconcile_snapshot_owned};
 
@@ -68,21 +68,10 @@ fn load(files: &[String]) -> Result<Manifest, String> {
     Ok(all)
 }
 
-/// The built-in provider over the pools of `--lb-pools` files and of the input, checked
-/// together (no name twice, no address in two pools), with the input's namespace labels.
+/// The built-in provider over the pools of `--lb-pools` files and of the input, with the input's
+/// namespace labels.
 fn pool_provider(files: &[String], manifest: &mut Manifest) -> Result<PoolProvider, String> {
-    let mut pools = std::mem::take(&mut manifest.pools);
-    for file in files {
-        let loaded = manifest::load_file(file).map_err(|e| e.to_string())?;
-        if !loaded.is_empty() {
-            eprintln!(
-                "warning: {file}: {} objects other than IPAddressPools not read (give them with -f)",
-                loaded.len()
-            );
-        }
-        pools.extend(loaded.pools);
-    }
-    pools::check_pools(&pools).map_err(|e| e.to_string())?;
+    let pools = super::lb_pools(files, std::mem::take(&mut manifest.pools))?;
     let namespaces: HashMap<Name, Labels> = (manifest.objects.namespaces.iter())
         .map(|ns| (ns.name.clone(), ns.labels.clone()))
         .collect();
@@ -129,6 +118,7 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
         provider: Some(Arc::new(provider)),
         classes: ClassFilter(args.lb_class.as_deref().map(sliced::model::intern)),
         record_calls: true,
+        ..LoadBalancerOptions::default()
     };
     let result = reconcile_snapshot_owned(
         std::mem::take(&mut manifest.objects),

@@ -4,15 +4,17 @@
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use clap::{ArgAction, Args};
 use sliced::controllers::Controllers;
-use sliced::engine::EngineOptions;
+use sliced::engine::{EngineOptions, LoadBalancerOptions};
 use sliced::kube::launch::run_until_terminated;
 use sliced::kube::lease::LeaseConfig;
 use sliced::kube::run::RunOptions;
+use sliced::reconcile::load_balancer::{ClassFilter, PoolProvider};
 
 use super::duration_arg;
 
@@ -23,9 +25,19 @@ pub struct RunArgs {
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
     /// Controllers to run, as kube-controller-manager's --controllers: `*` for all, names
-    /// (endpointslice, endpoint, endpointslicemirroring), `-name` to switch one off.
+    /// (endpointslice, endpoint, endpointslicemirroring, service-lb-controller), `-name` to
+    /// switch one off.
     #[arg(long, default_value = "*")]
     controllers: String,
+    /// Services whose load balancers are synced at once (provider calls in flight).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    concurrent_service_syncs: u32,
+    /// MetalLB `IPAddressPool` objects (YAML or JSON) the built-in provider hands addresses out of.
+    #[arg(long = "lb-pools", value_name = "FILE")]
+    lb_pools: Vec<String>,
+    /// The `spec.loadBalancerClass` sliced answers for, besides Services with none.
+    #[arg(long = "lb-class", value_name = "CLASS")]
+    lb_class: Option<String>,
     /// Parallel reconcile workers: services planned at once, and writes in flight at once (of
     /// different services, or of one step of one sync).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=256))]
@@ -105,16 +117,34 @@ fn identity() -> String {
 
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let controllers = match Controllers::parse(&args.controllers) {
-        // The API sink does not patch Services yet: the service controller runs under
-        // `reconcile` only until it does (issue 15).
-        Ok(c) => Controllers {
-            load_balancer: false,
-            ..c
-        },
+        // As kube-controller-manager skips its service controller without a cloud provider,
+        // `*` runs this one only with address pools to hand out, or when named.
+        Ok(c)
+            if args.lb_pools.is_empty() && !Controllers::names_load_balancer(&args.controllers) =>
+        {
+            Controllers {
+                load_balancer: false,
+                ..c
+            }
+        }
+        Ok(c) => c,
         Err(message) => {
             eprintln!("error: {message}");
             return Ok(ExitCode::from(2));
         }
+    };
+    let pools = match super::lb_pools(&args.lb_pools, Vec::new()) {
+        Ok(pools) => pools,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let load_balancers = LoadBalancerOptions {
+        provider: Some(Arc::new(PoolProvider::new(pools, Default::default()))),
+        classes: ClassFilter(args.lb_class.as_deref().map(sliced::model::intern)),
+        record_calls: false,
+        workers: args.concurrent_service_syncs as usize,
     };
     let identity = identity();
     let leader_election = args.leader_elect.then(|| LeaseConfig {
@@ -163,6 +193,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             },
             workers: args.concurrent_service_endpoint_syncs as usize,
             controllers,
+            load_balancers,
             ..EngineOptions::default()
         },
         kube_api_qps: args.kube_api_qps,

@@ -282,7 +282,17 @@ impl Engine {
             records.extend(self.finish_all(c, planned, sink, at));
         }
         if let Some((c, planned)) = load_balancer {
-            records.extend(self.finish_all(c, planned, sink, at));
+            // Provider calls of different Services at once, up to `--concurrent-service-syncs`.
+            match &c.workers {
+                Some(workers) => records.extend(workers.install(|| {
+                    planned
+                        .into_par_iter()
+                        .with_max_len(1)
+                        .map(|p| self.finish(c, p, sink, at))
+                        .collect::<Vec<_>>()
+                })),
+                None => records.extend(planned.into_iter().map(|p| self.finish(c, p, sink, at))),
+            }
         }
         records
     }

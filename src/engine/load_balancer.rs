@@ -93,6 +93,8 @@ pub(super) struct LoadBalancerController {
     hosts_moved: Mutex<HashSet<ServiceKey>>,
     /// Every provider call, for `sliced reconcile` to list; `None` when nobody reads them.
     calls: Mutex<Option<Vec<ProviderCall>>>,
+    /// `--concurrent-service-syncs` above one: the threads that sync Services at once.
+    pub workers: Option<rayon::ThreadPool>,
 }
 
 pub(super) struct Prepared {
@@ -103,14 +105,23 @@ pub(super) struct Prepared {
 impl LoadBalancerController {
     pub fn new(
         provider: Arc<dyn LoadBalancerProvider>,
-        classes: ClassFilter,
-        record_calls: bool,
+        options: &super::LoadBalancerOptions,
         clock: Arc<dyn Clock>,
     ) -> Self {
+        let record_calls = options.record_calls;
         LoadBalancerController {
             queue: WorkQueue::new(queue_config(), clock),
             provider,
-            classes,
+            classes: options.classes.clone(),
+            workers: (options.workers > 1)
+                .then(|| {
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(options.workers)
+                        .thread_name(|i| format!("sliced-service-sync-{i}"))
+                        .build()
+                        .ok()
+                })
+                .flatten(),
             processed: Mutex::default(),
             last_hosts: Mutex::default(),
             hosts: Mutex::default(),
@@ -468,14 +479,14 @@ impl Sync<'_> {
                 .filter(|f| f.as_str() != LOAD_BALANCER_CLEANUP_FINALIZER)
                 .cloned()
                 .collect();
-            self.patch(ServiceChange::Finalizers(kept))?;
+            self.patch(service, ServiceChange::Finalizers(kept))?;
         }
         self.event(Event::normal(
             "DeletedLoadBalancer",
             "Deleted load balancer",
         ));
         if lb.is_some_and(|lb| !lb.ingress.is_empty()) {
-            self.patch_status(ServiceChange::Ingress(Vec::new()))?;
+            self.patch_status(service, ServiceChange::Ingress(Vec::new()))?;
         }
         self.controller.processed.lock().remove(self.key);
         self.controller.last_hosts.lock().remove(self.key);
@@ -491,7 +502,7 @@ impl Sync<'_> {
         if !lb.is_some_and(|lb| lb.has_cleanup_finalizer()) {
             let mut finalizers: Vec<Name> = lb.map(|lb| lb.finalizers.clone()).unwrap_or_default();
             finalizers.push(crate::model::intern(LOAD_BALANCER_CLEANUP_FINALIZER));
-            self.patch(ServiceChange::Finalizers(finalizers))?;
+            self.patch(service, ServiceChange::Finalizers(finalizers))?;
         }
         if hosts.is_empty() {
             self.event(Event::warning(
@@ -535,7 +546,7 @@ impl Sync<'_> {
         ));
         let held: &[LoadBalancerIngress] = lb.map(|lb| lb.ingress.as_slice()).unwrap_or(&[]);
         if held != ensured.ingress.as_slice() {
-            self.patch_status(ServiceChange::Ingress(ensured.ingress))?;
+            self.patch_status(service, ServiceChange::Ingress(ensured.ingress))?;
         }
         Ok(())
     }
@@ -578,23 +589,29 @@ impl Sync<'_> {
         Ok(())
     }
 
-    fn patch(&self, change: ServiceChange) -> Result<(), SyncError> {
+    /// The patch of `service` upstream sends: to the status subresource, or to the Service
+    /// itself once it is being deleted.
+    fn service_patch(&self, service: &Service, change: ServiceChange) -> ServicePatch {
+        ServicePatch {
+            namespace: self.key.namespace.clone(),
+            name: self.key.name.clone(),
+            status_subresource: service.meta.deletion_timestamp.is_none(),
+            change,
+        }
+    }
+
+    fn patch(&self, service: &Service, change: ServiceChange) -> Result<(), SyncError> {
         self.sink
-            .patch_service(&ServicePatch {
-                namespace: self.key.namespace.clone(),
-                name: self.key.name.clone(),
-                change,
-            })
+            .patch_service(&self.service_patch(service, change))
             .map_err(|e| SyncError::Other(e.to_string()))
     }
 
     /// A status patch: a Service gone meanwhile (NotFound) is no failure, as upstream.
-    fn patch_status(&self, change: ServiceChange) -> Result<(), SyncError> {
-        match self.sink.patch_service(&ServicePatch {
-            namespace: self.key.namespace.clone(),
-            name: self.key.name.clone(),
-            change,
-        }) {
+    fn patch_status(&self, service: &Service, change: ServiceChange) -> Result<(), SyncError> {
+        match self
+            .sink
+            .patch_service(&self.service_patch(service, change))
+        {
             Err(e) if !e.is_not_found() => Err(SyncError::Other(e.to_string())),
             _ => Ok(()),
         }

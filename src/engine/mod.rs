@@ -67,7 +67,7 @@ pub struct EngineOptions {
 }
 
 /// What the service controller runs with.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct LoadBalancerOptions {
     /// Who makes the load balancers: the built-in address pools, a cloud, or a fake for tests.
     /// `None`: address pools with no pool configured.
@@ -76,6 +76,20 @@ pub struct LoadBalancerOptions {
     pub classes: ClassFilter,
     /// Keep every provider call for [`Engine::take_provider_calls`] (`sliced reconcile`).
     pub record_calls: bool,
+    /// `--concurrent-service-syncs`: Services whose syncs (provider calls) run at once.
+    pub workers: usize,
+}
+
+impl Default for LoadBalancerOptions {
+    fn default() -> Self {
+        LoadBalancerOptions {
+            provider: None,
+            classes: ClassFilter::default(),
+            record_calls: false,
+            // Upstream's default.
+            workers: 1,
+        }
+    }
 }
 
 impl std::fmt::Debug for LoadBalancerOptions {
@@ -87,6 +101,7 @@ impl std::fmt::Debug for LoadBalancerOptions {
             )
             .field("classes", &self.classes)
             .field("record_calls", &self.record_calls)
+            .field("workers", &self.workers)
             .finish()
     }
 }
@@ -239,12 +254,7 @@ impl Engine {
             let provider = lb.provider.clone().unwrap_or_else(|| {
                 Arc::new(crate::reconcile::load_balancer::PoolProvider::default())
             });
-            load_balancer::LoadBalancerController::new(
-                provider,
-                lb.classes.clone(),
-                lb.record_calls,
-                Arc::clone(&clock),
-            )
+            load_balancer::LoadBalancerController::new(provider, lb, Arc::clone(&clock))
         });
         Engine {
             endpointslice: slices::EndpointSliceController::new(

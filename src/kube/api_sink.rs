@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Client, Resource};
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -18,9 +18,9 @@ use tokio::runtime::Handle;
 
 use super::convert::{endpoint_slice_to_k8s, endpoints_to_k8s, time};
 use crate::metrics::Metrics;
-use crate::model::Name;
+use crate::model::{LOAD_BALANCER_CLEANUP_FINALIZER, Name};
 use crate::queue::TokenBucket;
-use crate::sink::{Kind, Object, Sink, Verb, WriteError};
+use crate::sink::{Kind, Object, ServiceChange, ServicePatch, Sink, Verb, WriteError};
 
 /// Whether this replica may write: set by leader election, cleared the moment the lease is lost.
 #[derive(Clone, Debug, Default)]
@@ -248,7 +248,68 @@ impl ApiSink {
     }
 }
 
+/// Upstream's strategic-merge patches of a Service: the finalizer added or deleted alone (others'
+/// finalizers stay, whoever added them meanwhile), the ingress replaced whole.
+fn service_patch_body(change: &ServiceChange) -> serde_json::Value {
+    use serde_json::json;
+    match change {
+        ServiceChange::Finalizers(finalizers)
+            if finalizers
+                .iter()
+                .any(|f| f.as_str() == LOAD_BALANCER_CLEANUP_FINALIZER) =>
+        {
+            json!({"metadata": {"finalizers": [LOAD_BALANCER_CLEANUP_FINALIZER]}})
+        }
+        ServiceChange::Finalizers(_) => json!({"metadata": {
+            "$deleteFromPrimitiveList/finalizers": [LOAD_BALANCER_CLEANUP_FINALIZER]
+        }}),
+        ServiceChange::Ingress(ingress) if ingress.is_empty() => {
+            json!({"status": {"loadBalancer": {"ingress": null}}})
+        }
+        ServiceChange::Ingress(ingress) => {
+            let entries: Vec<core::LoadBalancerIngress> = ingress
+                .iter()
+                .map(|i| core::LoadBalancerIngress {
+                    ip: i.ip.map(|ip| ip.to_string()),
+                    hostname: i.hostname.as_ref().map(|h| h.to_string()),
+                    ip_mode: i.ip_mode.as_ref().map(|m| m.to_string()),
+                    ..core::LoadBalancerIngress::default()
+                })
+                .collect();
+            json!({"status": {"loadBalancer": {"ingress": entries}}})
+        }
+    }
+}
+
+impl ApiSink {
+    fn send_service_patch(&self, patch: &ServicePatch) -> Result<(), WriteError> {
+        self.admit()?;
+        let api = self.api::<core::Service>(&patch.namespace);
+        let body = Patch::Strategic(service_patch_body(&patch.change));
+        let params = PatchParams::default();
+        let at = (&patch.namespace, &patch.name);
+        if patch.status_subresource {
+            self.call(
+                Kind::Service,
+                at,
+                api.patch_status(&patch.name, &params, &body),
+            )?;
+        } else {
+            self.call(Kind::Service, at, api.patch(&patch.name, &params, &body))?;
+        }
+        Ok(())
+    }
+}
+
 impl Sink for ApiSink {
+    fn patch_service(&self, patch: &ServicePatch) -> Result<(), WriteError> {
+        let result = self.send_service_patch(patch);
+        if let Err(e) = &result {
+            self.metrics.record_patch_error(Kind::Service, e);
+        }
+        result
+    }
+
     fn create(&self, object: Object) -> Result<Object, WriteError> {
         let kind = object.kind();
         self.counted(kind, Verb::Create, self.write(object, true))

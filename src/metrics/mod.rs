@@ -94,7 +94,13 @@ impl Metrics {
     /// Counts one write the sink returned as failed, by [`WriteError::reason`]. Called by the sink,
     /// which alone sees every refusal, including writes it did not send.
     pub fn record_write_error(&self, kind: Kind, verb: Verb, error: &WriteError) {
-        self.own.record_write_error(kind, verb, error.reason());
+        self.own
+            .record_write_error(kind, verb.as_str(), error.reason());
+    }
+
+    /// A refused patch (the service controller's, of a Service).
+    pub fn record_patch_error(&self, kind: Kind, error: &WriteError) {
+        self.own.record_write_error(kind, "patch", error.reason());
     }
 
     /// Reads the gauges the engine keeps: queue figures and object counts. Call before `encode`.

@@ -153,12 +153,8 @@ impl OwnMetrics {
         }
     }
 
-    pub(super) fn record_write_error(&self, kind: Kind, verb: Verb, reason: &'static str) {
-        let labels = [
-            ("kind", kind.as_str()),
-            ("verb", verb.as_str()),
-            ("reason", reason),
-        ];
+    pub(super) fn record_write_error(&self, kind: Kind, verb: &'static str, reason: &'static str) {
+        let labels = [("kind", kind.as_str()), ("verb", verb), ("reason", reason)];
         self.write_errors.get_or_create(&labels).inc();
     }
 

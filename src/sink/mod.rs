@@ -12,6 +12,8 @@ use crate::model::{EndpointSlice, Endpoints, Meta, Name};
 pub enum Kind {
     EndpointSlice,
     Endpoints,
+    /// Only patched, by the service controller; never stored by a sink.
+    Service,
 }
 
 impl Kind {
@@ -19,6 +21,7 @@ impl Kind {
         match self {
             Kind::EndpointSlice => "EndpointSlice",
             Kind::Endpoints => "Endpoints",
+            Kind::Service => "Service",
         }
     }
 
@@ -28,6 +31,7 @@ impl Kind {
         match self {
             Kind::EndpointSlice => "endpointslices.discovery.k8s.io",
             Kind::Endpoints => "endpoints",
+            Kind::Service => "services",
         }
     }
 
@@ -36,6 +40,7 @@ impl Kind {
         match self {
             Kind::EndpointSlice => "EndpointSlice.discovery.k8s.io",
             Kind::Endpoints => "Endpoints",
+            Kind::Service => "Service",
         }
     }
 }
@@ -322,11 +327,14 @@ pub trait Sink: Send + Sync {
 }
 
 /// What the service controller changes of a Service, sent as upstream sends it: a strategic-merge
-/// patch of the `status` subresource, one for the finalizers and one for the status.
+/// patch, one for the finalizers and one for the status.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServicePatch {
     pub namespace: Name,
     pub name: Name,
+    /// Sent to the `status` subresource; false for a Service being deleted, which upstream
+    /// patches directly.
+    pub status_subresource: bool,
     pub change: ServiceChange,
 }
 

@@ -390,7 +390,7 @@ fn unknown_kinds_are_skipped_with_a_warning() {
     assert_eq!(
         m.warnings,
         [
-            "fixtures/x.yaml: document 3: skipping ConfigMap default/foo: sliced reads Services, Pods, Nodes, Namespaces, EndpointSlices and Endpoints",
+            "fixtures/x.yaml: document 3: skipping ConfigMap default/foo: sliced reads Services, Pods, Nodes, Namespaces, EndpointSlices, Endpoints and IPAddressPools",
             "fixtures/x.yaml: document 4: skipping EndpointSlice default/s: apiVersion \"discovery.k8s.io/v1beta1\" is not supported (want discovery.k8s.io/v1)",
         ]
     );

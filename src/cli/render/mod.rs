@@ -170,7 +170,8 @@ enum Written<'a> {
     ServicePatch(&'a ServicePatch),
 }
 
-/// A patch of a Service's status subresource, as the object it sends.
+/// A patch of a Service (of its status subresource unless it is being deleted), as the object
+/// it sends.
 fn service_patch(patch: &ServicePatch) -> Value {
     let mut object = json!({
         "apiVersion": "v1",
@@ -186,7 +187,11 @@ fn service_patch(patch: &ServicePatch) -> Value {
             object["status"] = json!({"loadBalancer": {"ingress": ingress_json(ingress)}});
         }
     }
-    json!({"verb": "patch", "subresource": "status", "object": object})
+    if patch.status_subresource {
+        json!({"verb": "patch", "subresource": "status", "object": object})
+    } else {
+        json!({"verb": "patch", "object": object})
+    }
 }
 
 fn ingress_json(ingress: &[LoadBalancerIngress]) -> Vec<Value> {

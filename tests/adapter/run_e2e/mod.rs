@@ -3,6 +3,7 @@
 
 mod deletes;
 mod hostile;
+mod load_balancers;
 mod parallel_writes;
 mod protobuf;
 mod restarts;

@@ -240,6 +240,8 @@ impl FakeApiServer {
                         {
                             Err(ApiError::unsupported_media_type(&content_type))
                         } else {
+                            let strategic =
+                                content_type == "application/strategic-merge-patch+json";
                             parse_json(body)
                                 .and_then(|p| {
                                     state.patch(
@@ -247,7 +249,7 @@ impl FakeApiServer {
                                         &r.namespace,
                                         &name,
                                         &p,
-                                        apply,
+                                        (apply, strategic),
                                         status_sub,
                                         ctx,
                                     )

@@ -250,6 +250,11 @@ impl State {
                     n.as_object_mut().expect("map").remove("status");
                 }
             }
+            // A Service's status strategy resets the spec alone: finalizers sent through
+            // `status` are kept, as the service controller relies on.
+            if k.plural == "services" {
+                n["metadata"]["finalizers"] = obj["metadata"]["finalizers"].clone();
+            }
             n
         } else {
             obj
@@ -313,7 +318,8 @@ impl State {
         Ok(Outcome::object(200, stored))
     }
 
-    /// PATCH: merge and strategic merge (treated as merge), plus apply (as
+    /// PATCH: merge and strategic merge (treated as merge, but for the finalizers, whose list
+    /// strategic merge joins and `$deleteFromPrimitiveList` shortens), plus apply (as
     /// create-or-merge).
     #[allow(clippy::too_many_arguments)]
     pub fn patch(
@@ -322,7 +328,7 @@ impl State {
         ns: &str,
         name: &str,
         patch: &Value,
-        apply: bool,
+        (apply, strategic): (bool, bool),
         status: bool,
         ctx: WriteCtx,
     ) -> Result<Outcome, ApiError> {
@@ -340,6 +346,9 @@ impl State {
         if let Some(map) = patch.as_object_mut() {
             map.remove("apiVersion");
             map.remove("kind");
+        }
+        if strategic {
+            strategic_finalizers(&mut merged, &mut patch);
         }
         merge_patch(&mut merged, &patch);
         self.update(res, ns, name, merged, status, ctx)
@@ -587,4 +596,32 @@ fn gc_finalizers(v: &mut Value, policy: Option<Propagation>) -> bool {
     }
     set_meta(v, "finalizers", (!after.is_empty()).then(|| json!(after)));
     true
+}
+
+/// Strategic merge of `metadata.finalizers` (patch strategy "merge"): the patch's finalizers are
+/// added to the object's, and those under `$deleteFromPrimitiveList/finalizers` removed. Both are
+/// taken out of `patch`, which is then merged as a merge patch.
+fn strategic_finalizers(object: &mut Value, patch: &mut Value) {
+    let Some(meta) = patch.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let added = meta.remove("finalizers");
+    let deleted = meta.remove("$deleteFromPrimitiveList/finalizers");
+    meta.remove("$setElementOrder/finalizers");
+    if added.is_none() && deleted.is_none() {
+        return;
+    }
+    let mut list: Vec<Value> = object["metadata"]["finalizers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for f in added.iter().filter_map(Value::as_array).flatten() {
+        if !list.contains(f) {
+            list.push(f.clone());
+        }
+    }
+    for f in deleted.iter().filter_map(Value::as_array).flatten() {
+        list.retain(|x| x != f);
+    }
+    object["metadata"]["finalizers"] = Value::Array(list);
 }
