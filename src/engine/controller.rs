@@ -432,6 +432,15 @@ pub struct SyncRecord {
     /// Objects the sync deleted that the API server no longer had (answered NotFound): not writes,
     /// but the engine's view drops them at once rather than when the watch says so.
     pub gone: Vec<Object>,
+    /// The service controller's node-sync call, when this sync was one.
+    pub host_update: Option<HostUpdate>,
+}
+
+/// One call of node sync to a provider: its time and whether it succeeded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostUpdate {
+    pub took: Duration,
+    pub succeeded: bool,
 }
 
 impl SyncRecord {
@@ -448,6 +457,7 @@ impl SyncRecord {
             slice_metrics: None,
             abandoned: false,
             gone: Vec::new(),
+            host_update: None,
         }
     }
 }

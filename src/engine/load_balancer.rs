@@ -15,7 +15,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::Cluster;
-use super::controller::{Controller, Handlers, SyncOutcome, SyncRecord};
+use super::controller::{Controller, Handlers, HostUpdate, SyncOutcome, SyncRecord};
 use crate::index::NodeMap;
 use crate::index::{Index, ServiceKey};
 use crate::model::{LOAD_BALANCER_CLEANUP_FINALIZER, LoadBalancerIngress, Name, Node, Service};
@@ -299,7 +299,15 @@ impl Controller for LoadBalancerController {
         };
         let result = match prepared.service {
             None => sync.service_gone(),
-            Some(service) if hosts_only => sync.update_hosts(&service, prepared.hosts),
+            Some(service) if hosts_only => {
+                let started = std::time::Instant::now();
+                let result = sync.update_hosts(&service, prepared.hosts);
+                record.host_update = Some(HostUpdate {
+                    took: started.elapsed(),
+                    succeeded: result.is_ok(),
+                });
+                result
+            }
             Some(service) => sync.service(service, prepared.hosts),
         };
         match result {

@@ -26,7 +26,7 @@ use crate::reconcile::load_balancer::{ClassFilter, LoadBalancerProvider};
 use crate::reconcile::{Event, Options};
 use controller::Handlers;
 
-pub use controller::{SyncOutcome, SyncRecord};
+pub use controller::{HostUpdate, SyncOutcome, SyncRecord};
 pub use endpoints::ENDPOINTS_CONTROLLER;
 pub use invariant::Violation;
 pub use load_balancer::{ProviderCall, ProviderOperation, QUEUE_SERVICE, SERVICE_LB_CONTROLLER};

@@ -12,12 +12,15 @@
 
 mod exposition;
 mod own;
+mod service;
 mod upstream;
 mod workqueue;
 
 use prometheus_client::registry::Registry;
 
-use crate::engine::{ENDPOINTSLICE_CONTROLLER, Engine, MIRRORING_CONTROLLER, SyncRecord};
+use crate::engine::{
+    ENDPOINTSLICE_CONTROLLER, Engine, MIRRORING_CONTROLLER, SERVICE_LB_CONTROLLER, SyncRecord,
+};
 use crate::sink::{Kind, Verb, WriteError};
 
 pub use exposition::PlainCounter;
@@ -25,6 +28,7 @@ pub use own::DryRunMetrics;
 
 use exposition::Exposition;
 use own::OwnMetrics;
+use service::ServiceControllerMetrics;
 use upstream::{MirroringMetrics, SliceControllerMetrics};
 use workqueue::WorkqueueMetrics;
 
@@ -41,6 +45,7 @@ pub struct Metrics {
     registry: Registry,
     slices: SliceControllerMetrics,
     mirroring: MirroringMetrics,
+    service: ServiceControllerMetrics,
     workqueue: WorkqueueMetrics,
     own: OwnMetrics,
 }
@@ -62,6 +67,7 @@ impl Metrics {
         let mut x = Exposition::default();
         let slices = SliceControllerMetrics::register(&mut x);
         let mirroring = MirroringMetrics::register(&mut x);
+        let service = ServiceControllerMetrics::register(&mut x);
         let workqueue = WorkqueueMetrics::register(&mut x);
         let own = OwnMetrics::register(&mut x);
         let mut registry = Registry::default();
@@ -70,6 +76,7 @@ impl Metrics {
             registry,
             slices,
             mirroring,
+            service,
             workqueue,
             own,
         }
@@ -88,6 +95,7 @@ impl Metrics {
         };
         self.slices.observe(&of(ENDPOINTSLICE_CONTROLLER));
         self.mirroring.observe(&of(MIRRORING_CONTROLLER));
+        self.service.observe(&of(SERVICE_LB_CONTROLLER));
         self.own.observe(records);
     }
 

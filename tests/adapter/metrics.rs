@@ -572,3 +572,80 @@ fn refused_writes_are_counted_by_kind_verb_and_reason() {
         "{text}"
     );
 }
+
+/// The service controller's node sync: one update per LoadBalancer Service whose backends moved,
+/// counted and timed under upstream's names; a failed one counted as an error too.
+#[test]
+fn node_sync_fills_the_service_controller_metrics() {
+    use sliced::engine::LoadBalancerOptions;
+    use sliced::model::{Node, ServiceLoadBalancer, ServiceType};
+    use sliced::reconcile::load_balancer::ProviderError;
+    use sliced::reconcile::load_balancer::fake::{FakeProvider, Operation};
+
+    let provider = Arc::new(FakeProvider::new());
+    let clock: Arc<dyn Clock> = Arc::new(VirtualClock::new());
+    let engine = Engine::new(
+        EngineOptions {
+            controllers: Controllers {
+                endpointslice: false,
+                endpoints: false,
+                mirroring: false,
+                load_balancer: true,
+            },
+            load_balancers: LoadBalancerOptions {
+                provider: Some(Arc::clone(&provider) as _),
+                ..LoadBalancerOptions::default()
+            },
+            ..EngineOptions::default()
+        },
+        clock,
+    );
+    let node = |name: &str| Node {
+        name: intern(name),
+        ..Node::default()
+    };
+    engine.handle(Change::Node(node("a")));
+    for name in ["api", "web"] {
+        let mut s = Service::default();
+        s.meta.namespace = intern("ns");
+        s.meta.name = intern(name);
+        s.service_type = ServiceType::LoadBalancer;
+        s.load_balancer = Some(Box::new(ServiceLoadBalancer::default()));
+        engine.handle(Change::Service(s));
+    }
+    engine.start();
+    let sink = MemorySink::new(1);
+    let metrics = Metrics::new();
+    drain(&engine, &sink, &metrics);
+    let text = scrape(&engine, &metrics);
+    assert_eq!(
+        value(&text, "service_controller_loadbalancer_sync_total"),
+        0.0
+    );
+
+    provider.fail_next(
+        Operation::UpdateHosts,
+        "ns/web",
+        ProviderError::failed("quota"),
+    );
+    engine.handle(Change::Node(node("b")));
+    drain(&engine, &sink, &metrics);
+    let text = scrape(&engine, &metrics);
+    check_text_format(&text);
+    assert_eq!(
+        value(&text, "service_controller_loadbalancer_sync_total"),
+        2.0
+    );
+    assert_eq!(value(&text, "service_controller_nodesync_error_total"), 1.0);
+    assert_eq!(
+        value(
+            &text,
+            "service_controller_update_loadbalancer_host_latency_seconds_count"
+        ),
+        2.0
+    );
+    assert_eq!(
+        value(&text, "service_controller_nodesync_latency_seconds_count"),
+        1.0
+    );
+}
