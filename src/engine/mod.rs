@@ -22,14 +22,15 @@ use crate::controllers::Controllers;
 use crate::index::{Index, PodProjection, ServiceKey, pod_projection};
 use crate::model::{EndpointSlice, Meta, Name, Node, Pod, Service, compare_resource_versions};
 use crate::queue::{Clock, QueueMetrics, WorkQueue};
-use crate::reconcile::load_balancer::{ClassFilter, LoadBalancerProvider};
 use crate::reconcile::{Event, Options};
 use controller::Handlers;
 
 pub use controller::{HostUpdate, SyncOutcome, SyncRecord};
 pub use endpoints::ENDPOINTS_CONTROLLER;
 pub use invariant::Violation;
-pub use load_balancer::{ProviderCall, ProviderOperation, QUEUE_SERVICE, SERVICE_LB_CONTROLLER};
+pub use load_balancer::{
+    LoadBalancerOptions, ProviderCall, ProviderOperation, QUEUE_SERVICE, SERVICE_LB_CONTROLLER,
+};
 pub use mirroring::MIRRORING_CONTROLLER;
 pub use slice_metrics::{CacheEntry, SliceSyncMetrics, TypeSyncMetrics};
 pub use slices::ENDPOINTSLICE_CONTROLLER;
@@ -64,46 +65,6 @@ pub struct EngineOptions {
     pub check_invariants: bool,
     /// The service (LoadBalancer) controller's provider and class.
     pub load_balancers: LoadBalancerOptions,
-}
-
-/// What the service controller runs with.
-#[derive(Clone)]
-pub struct LoadBalancerOptions {
-    /// Who makes the load balancers: the built-in address pools, a cloud, or a fake for tests.
-    /// `None`: address pools with no pool configured.
-    pub provider: Option<Arc<dyn LoadBalancerProvider>>,
-    /// `--lb-class`.
-    pub classes: ClassFilter,
-    /// Keep every provider call for [`Engine::take_provider_calls`] (`sliced reconcile`).
-    pub record_calls: bool,
-    /// `--concurrent-service-syncs`: Services whose syncs (provider calls) run at once.
-    pub workers: usize,
-}
-
-impl Default for LoadBalancerOptions {
-    fn default() -> Self {
-        LoadBalancerOptions {
-            provider: None,
-            classes: ClassFilter::default(),
-            record_calls: false,
-            // Upstream's default.
-            workers: 1,
-        }
-    }
-}
-
-impl std::fmt::Debug for LoadBalancerOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoadBalancerOptions")
-            .field(
-                "provider",
-                &self.provider.as_ref().map(|p| p.provider_name()),
-            )
-            .field("classes", &self.classes)
-            .field("record_calls", &self.record_calls)
-            .field("workers", &self.workers)
-            .finish()
-    }
 }
 
 impl Default for EngineOptions {
