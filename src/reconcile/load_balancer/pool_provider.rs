@@ -157,6 +157,12 @@ fn requested(service: &Service) -> Result<Vec<IpAddr>, String> {
 /// MetalLB's warning for each annotation read under its old `metallb.universe.tf/` name.
 fn deprecated_annotations(service: &Service) -> Vec<Event> {
     let annotations = &service.meta.annotations;
+    if !annotations
+        .iter()
+        .any(|(k, _)| k.starts_with(DEPRECATED_PREFIX))
+    {
+        return Vec::new();
+    }
     [
         ANNOTATION_LOAD_BALANCER_IPS,
         ANNOTATION_ADDRESS_POOL,
