@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use sliced::controllers::Controllers;
 use sliced::duration::format_seconds;
-use sliced::engine::EngineOptions;
+use sliced::engine::{EngineOptions, LoadBalancerOptions};
 use sliced::kube::convert::object_to_json;
 use sliced::kube::trace_file::load_trace_file;
 use sliced::reconcile::Options;
@@ -26,6 +26,7 @@ pub struct ReplayArgs<'a> {
     pub seed: u64,
     pub check_invariants: bool,
     pub faults: FaultProfile,
+    pub load_balancers: LoadBalancerOptions,
 }
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
@@ -43,6 +44,7 @@ pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         args.mirroring_max_endpoints_per_subset,
         args.controllers,
     );
+    engine.load_balancers = args.load_balancers;
     engine.check_invariants = args.check_invariants;
     let options = ReplayOptions {
         engine,

@@ -4,7 +4,6 @@
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -14,7 +13,7 @@ use sliced::engine::{EngineOptions, LoadBalancerOptions};
 use sliced::kube::launch::run_until_terminated;
 use sliced::kube::lease::LeaseConfig;
 use sliced::kube::run::RunOptions;
-use sliced::reconcile::load_balancer::{ClassFilter, PoolProvider};
+use sliced::reconcile::load_balancer::ClassFilter;
 
 use super::duration_arg;
 
@@ -141,10 +140,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let load_balancers = LoadBalancerOptions {
-        provider: Some(Arc::new(PoolProvider::new(pools, Default::default()))),
+        pools,
         classes: ClassFilter(args.lb_class.as_deref().map(sliced::model::intern)),
-        record_calls: false,
         workers: args.concurrent_service_syncs as usize,
+        ..LoadBalancerOptions::default()
     };
     let identity = identity();
     let leader_election = args.leader_elect.then(|| LeaseConfig {

@@ -13,8 +13,10 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
+use sliced::engine::LoadBalancerOptions;
 use sliced::model::{EndpointSlice, EndpointSubset, Endpoints, Labels, Name};
 use sliced::reconcile::endpoints::ANNOTATION_OVER_CAPACITY as OVER_CAPACITY;
+use sliced::reconcile::load_balancer::pools;
 use sliced::replay::{FaultProfile, ReplayOptions, Step, replay_with_progress};
 use sliced::sim::{self, ClusterSpec, SpecError, TraceKind};
 use sliced::sink::Object;
@@ -61,9 +63,14 @@ pub struct SimulateArgs {
     /// Parallel reconcile workers.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=256))]
     workers: u32,
-    /// Controllers to run, comma-separated: endpointslice, endpoints, mirroring (default: all).
+    /// Controllers to run, comma-separated: endpointslice, endpoints, mirroring, service-lb
+    /// (default: all).
     #[arg(long, default_value = "all")]
     controllers: String,
+    /// MetalLB `IPAddressPool` objects for the LoadBalancer Services; without it, one pool,
+    /// 10.200.0.0/16, serves the generated cluster's.
+    #[arg(long = "lb-pools", value_name = "FILE")]
+    lb_pools: Vec<String>,
     /// Stop at this virtual time even if work remains.
     #[arg(long, value_parser = super::duration_arg)]
     until: Option<Duration>,
@@ -80,12 +87,14 @@ pub struct SimulateArgs {
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     let controllers = match Controllers::parse(&args.controllers) {
-        // The simulated world does not take Service patches yet, and generates no LoadBalancer
-        // Services: the service controller does not run here until it does (issue 15).
-        Ok(c) => Controllers {
-            load_balancer: false,
-            ..c
-        },
+        Ok(c) => c,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let load_balancers = match load_balancer_options(&args.lb_pools) {
+        Ok(options) => options,
         Err(message) => {
             eprintln!("error: {message}");
             return Ok(ExitCode::from(2));
@@ -110,6 +119,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             seed: args.seed.unwrap_or(0),
             check_invariants: args.check_invariants,
             faults,
+            load_balancers,
         });
     }
     let mut spec = match &args.spec {
@@ -189,6 +199,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         controllers,
     );
     engine.check_invariants = args.check_invariants;
+    engine.load_balancers = load_balancers;
     let options = ReplayOptions {
         engine,
         keep_records: false,
@@ -227,11 +238,16 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     let mirroring = sliced::reconcile::mirroring::Options {
         max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
     };
+    // The oracle is of slices and Endpoints: the service controller has no part in it.
+    let endpoint_controllers = Controllers {
+        load_balancer: false,
+        ..controllers
+    };
     let (fresh, fresh_engine) = reconcile_snapshot_keeping_engine(
         final_state,
         &options_fresh,
         &mirroring,
-        controllers,
+        endpoint_controllers,
         spec.seed,
         Default::default(),
     );
@@ -263,6 +279,13 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             "syncs: {} ({} errors, {} stale, {} dropped); writes: {creates} create, {updates} update, {deletes} delete",
             result.stats.syncs, result.stats.sync_errors, result.stats.stale, result.stats.dropped
         );
+        let (load_balancers, addressed) = result.load_balancers;
+        if load_balancers > 0 || result.service_patches > 0 {
+            println!(
+                "load balancers: {addressed} of {load_balancers} LoadBalancer Services hold an address; {} Service patches",
+                result.service_patches
+            );
+        }
         println!(
             "sync time: p50 {:.1?}, p90 {:.1?}, p99 {:.1?}, max {:.1?}",
             pct(0.5),
@@ -332,6 +355,9 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             "stale": result.stats.stale,
             "dropped": result.stats.dropped,
             "writes": {"create": creates, "update": updates, "delete": deletes},
+            "load_balancers": {"services": result.load_balancers.0,
+                               "with_address": result.load_balancers.1,
+                               "service_patches": result.service_patches},
             "sync_seconds": {"p50": pct(0.5).as_secs_f64(), "p90": pct(0.9).as_secs_f64(),
                              "p99": pct(0.99).as_secs_f64(), "max": pct(1.0).as_secs_f64()},
             "peak_resident_bytes": peak,
@@ -516,4 +542,24 @@ mod tests {
             .ready = Some(!ready.unwrap_or(true));
         assert!(!same_content(&refs(&a), &refs(&changed)));
     }
+}
+
+/// The service controller's pools: those of `--lb-pools` files, or the generated cluster's one.
+fn load_balancer_options(files: &[String]) -> Result<LoadBalancerOptions, String> {
+    let pools = if files.is_empty() {
+        let object = serde_json::json!({
+            "apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
+            "metadata": {"name": "simulate"},
+            "spec": {"addresses": ["10.200.0.0/16"], "avoidBuggyIPs": true}
+        });
+        let object: pools::IpAddressPoolObject =
+            serde_json::from_value(object).map_err(|e| e.to_string())?;
+        vec![pools::pool_from_object(object).map_err(|e| e.to_string())?]
+    } else {
+        super::lb_pools(files, Vec::new())?
+    };
+    Ok(LoadBalancerOptions {
+        pools,
+        ..LoadBalancerOptions::default()
+    })
 }

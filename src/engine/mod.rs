@@ -213,7 +213,11 @@ impl Engine {
         let load_balancer = options.controllers.load_balancer.then(|| {
             let lb = &options.load_balancers;
             let provider = lb.provider.clone().unwrap_or_else(|| {
-                Arc::new(crate::reconcile::load_balancer::PoolProvider::default())
+                let pools = lb.pools.clone();
+                Arc::new(crate::reconcile::load_balancer::PoolProvider::new(
+                    pools,
+                    Default::default(),
+                ))
             });
             load_balancer::LoadBalancerController::new(provider, lb, Arc::clone(&clock))
         });

@@ -95,6 +95,10 @@ pub struct ReplayResult {
     pub out_of_time: bool,
     /// Wall-clock time the replay took.
     pub elapsed: Duration,
+    /// The service controller's patches of Services the API server took.
+    pub service_patches: u64,
+    /// LoadBalancer Services at the end, and those with an address in their status.
+    pub load_balancers: (usize, usize),
 }
 
 /// 2026-01-01T00:00:00Z: virtual time zero, for creation times the steps leave out.
@@ -196,6 +200,19 @@ pub fn replay_with_progress(
         let mut took = Duration::ZERO;
         loop {
             let records = replicas.leader().sync_ready(writes_to);
+            // The service controller's patches reach the Services, and come back as watch events.
+            for patch in sink.take_service_patches() {
+                result.service_patches += 1;
+                let applied = world.patch_service(&patch);
+                for change in applied.events {
+                    replicas.send(now, change, &mut faults.counts);
+                }
+                for (namespace, uid) in applied.garbage {
+                    for change in collect_garbage(&namespace, &uid, &sink) {
+                        replicas.send(now, change, &mut faults.counts);
+                    }
+                }
+            }
             if records.is_empty() {
                 break;
             }
@@ -265,6 +282,7 @@ pub fn replay_with_progress(
     result.ended_at = clock.now();
     result.out_of_time = out_of_time;
     result.objects = sink.objects();
+    result.load_balancers = world.load_balancers();
     result.final_state = world.into_snapshot();
     result.events = replicas.take_events();
     result.stats = replicas.stats();

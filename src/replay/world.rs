@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::change::{Change, ChangeKind};
 use crate::model::{Meta, Name, Node, Pod, PodMeta, ResourceVersion, Service, Timestamp, Uid};
 use crate::sink::memory::MemorySink;
-use crate::sink::{Kind, Object};
+use crate::sink::{Kind, Object, ServiceChange, ServicePatch};
 
 use super::Happening;
 
@@ -78,6 +78,61 @@ impl World {
             let at = jiff::SignedDuration::try_from(at).unwrap_or_default();
             meta.set_creation_timestamp(self.epoch.checked_add(at).ok());
         }
+    }
+
+    /// The service controller's patch, as the API server applies it: the finalizers, or the
+    /// ingress (through the status subresource; a patch of the Service itself leaves its status
+    /// alone). A Service being deleted goes with its last finalizer.
+    pub(super) fn patch_service(&mut self, patch: &ServicePatch) -> Applied {
+        let mut applied = Applied::default();
+        let key = (patch.namespace.clone(), patch.name.clone());
+        let Some(old) = self.services.get(&key) else {
+            return applied;
+        };
+        let mut service = old.clone();
+        let lb = service.load_balancer.get_or_insert_with(Default::default);
+        match &patch.change {
+            ServiceChange::Finalizers(finalizers) => lb.finalizers = finalizers.clone(),
+            ServiceChange::Ingress(ingress) if patch.status_subresource => {
+                lb.ingress = ingress.clone();
+            }
+            ServiceChange::Ingress(_) => {}
+        }
+        if service.meta.deletion_timestamp.is_some() && lb.finalizers.is_empty() {
+            self.services.remove(&key);
+            applied.events.push(Change::ServiceDeleted {
+                namespace: key.0.clone(),
+                name: key.1,
+            });
+            applied.garbage.push((key.0, service.meta.uid.clone()));
+            return applied;
+        }
+        if service == *old {
+            return applied;
+        }
+        service.meta.resource_version = self.next_rv();
+        self.services.insert(key, service.clone());
+        applied.events.push(Change::Service(service));
+        applied
+    }
+
+    /// LoadBalancer Services, and those with an address in their status.
+    pub(super) fn load_balancers(&self) -> (usize, usize) {
+        let lb = self
+            .services
+            .values()
+            .filter(|s| s.service_type == crate::model::ServiceType::LoadBalancer);
+        let (mut all, mut addressed) = (0, 0);
+        for s in lb {
+            all += 1;
+            if s.load_balancer
+                .as_ref()
+                .is_some_and(|lb| !lb.ingress.is_empty())
+            {
+                addressed += 1;
+            }
+        }
+        (all, addressed)
     }
 
     /// Whether a Service of this namespace and name exists, and has a selector.
@@ -161,7 +216,23 @@ impl World {
         let mut applied = Applied::default();
         match change {
             Change::ServiceDeleted { namespace, name } => {
-                let Some(service) = self.services.remove(&(namespace.clone(), name.clone())) else {
+                let key = (namespace.clone(), name.clone());
+                if let Some(service) = self.services.get_mut(&key)
+                    && service.meta.deletion_timestamp.is_none()
+                    && service
+                        .load_balancer
+                        .as_ref()
+                        .is_some_and(|lb| !lb.finalizers.is_empty())
+                {
+                    // Held by a finalizer: marked, and deleted when the last one goes.
+                    service.meta.deletion_timestamp = Some(self.epoch);
+                    let mut service = service.clone();
+                    service.meta.resource_version = self.next_rv();
+                    self.services.insert(key, service.clone());
+                    applied.events.push(Change::Service(service));
+                    return applied;
+                }
+                let Some(service) = self.services.remove(&key) else {
                     return applied;
                 };
                 applied.events.push(change.clone());

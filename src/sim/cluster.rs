@@ -4,14 +4,14 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
-use smallvec::smallvec;
+use smallvec::{SmallVec, smallvec};
 
 use super::rng::{Rng, fnv, pod_suffix};
 use super::spec::{ClusterSpec, MAX_NAMESPACES, MAX_NODES, MAX_PODS, MAX_SERVICES};
 use crate::model::{
     ClusterIp, ContainerPort, IpFamily, Labels, Meta, Name, Namespace, Node, Pod, PodIps, PodMeta,
-    PodPhase, Protocol, ResourceVersion, Service, ServicePort, TargetPort, Timestamp, Uid, intern,
-    keys,
+    PodPhase, Protocol, ResourceVersion, Service, ServiceLoadBalancer, ServicePort, ServiceType,
+    TargetPort, Timestamp, Uid, intern, keys,
 };
 use crate::snapshot::Snapshot;
 
@@ -29,6 +29,8 @@ const NAMED_PORT_NUMBERS: [i32; 5] = [8080, 8443, 9000, 9376, 3000];
 const STREAM_SIZES: u64 = 1;
 const STREAM_SERVICES: u64 = 2;
 const STREAM_PODS: u64 = 3;
+/// Its own stream, so that adding LoadBalancer Services moved nothing else of a cluster.
+const STREAM_LOAD_BALANCERS: u64 = 4;
 
 /// A generated cluster: the objects, and what traces need to change them consistently.
 #[derive(Clone, Debug)]
@@ -187,6 +189,8 @@ pub fn generate(spec: &ClusterSpec) -> Cluster {
     let dual = rng.choose(n, fraction(spec.dual_stack_fraction));
     let named = rng.choose(n, fraction(spec.named_port_fraction));
     let headless = rng.choose(n, fraction(spec.headless_fraction));
+    let load_balancer = Rng::stream(spec.seed, STREAM_LOAD_BALANCERS)
+        .choose(n, fraction(spec.load_balancer_fraction));
 
     let no_ports: Arc<[ContainerPort]> = Arc::from(Vec::new());
     let mut services = Vec::with_capacity(n);
@@ -195,14 +199,18 @@ pub fn generate(spec: &ClusterSpec) -> Cluster {
         let namespace = namespaces[i % namespaces.len()].clone();
         let name = intern(&format!("svc-{i}"));
         let container_port = NAMED_PORT_NUMBERS[rng.below(NAMED_PORT_NUMBERS.len())];
-        services.push(service(
+        let mut svc = service(
             &namespace,
             &name,
             i,
             [dual[i], named[i], headless[i]],
             &mut rng,
             next_rv(),
-        ));
+        );
+        if load_balancer[i] && !headless[i] {
+            make_load_balancer(&mut svc, i);
+        }
+        services.push(svc);
         deployments.push(Deployment {
             namespace,
             name,
@@ -345,6 +353,23 @@ fn service(
     }
 }
 
+/// Service `index` made a LoadBalancer: node ports from 30000 up, its cluster IP kept.
+fn make_load_balancer(service: &mut Service, index: usize) {
+    service.service_type = ServiceType::LoadBalancer;
+    for (j, port) in service.ports.iter_mut().enumerate() {
+        // 2,767 node ports in the range: a cluster this generator builds has fewer LB ports.
+        port.node_port = Some(30_000 + ((index * 2 + j) % 2_767) as i32);
+    }
+    let cluster_ips = match &service.cluster_ip {
+        ClusterIp::Ip(ip) => smallvec![*ip],
+        _ => SmallVec::new(),
+    };
+    service.load_balancer = Some(Box::new(ServiceLoadBalancer {
+        cluster_ips,
+        ..ServiceLoadBalancer::default()
+    }));
+}
+
 /// `spec` with every field in a range `generate` can build.
 fn clamp(spec: &ClusterSpec) -> ClusterSpec {
     let fraction = |f: f64| if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) };
@@ -352,6 +377,7 @@ fn clamp(spec: &ClusterSpec) -> ClusterSpec {
     s.dual_stack_fraction = fraction(s.dual_stack_fraction);
     s.named_port_fraction = fraction(s.named_port_fraction);
     s.headless_fraction = fraction(s.headless_fraction);
+    s.load_balancer_fraction = fraction(s.load_balancer_fraction);
     s.not_ready_fraction = fraction(s.not_ready_fraction);
     if !(s.tail_shape.is_finite() && s.tail_shape > 0.0) {
         s.tail_shape = ClusterSpec::default().tail_shape;

@@ -35,6 +35,8 @@ pub struct ClusterSpec {
     pub dual_stack_fraction: f64,
     pub named_port_fraction: f64,
     pub headless_fraction: f64,
+    /// Fraction of services of type LoadBalancer (none of them headless).
+    pub load_balancer_fraction: f64,
     /// Fraction of pods running with an IP but not ready.
     pub not_ready_fraction: f64,
 }
@@ -58,6 +60,7 @@ impl Default for ClusterSpec {
             dual_stack_fraction: 0.1,
             named_port_fraction: 0.2,
             headless_fraction: 0.05,
+            load_balancer_fraction: 0.01,
             not_ready_fraction: 0.01,
         }
     }
@@ -113,6 +116,7 @@ impl ClusterSpec {
             ("dual_stack_fraction", self.dual_stack_fraction),
             ("named_port_fraction", self.named_port_fraction),
             ("headless_fraction", self.headless_fraction),
+            ("load_balancer_fraction", self.load_balancer_fraction),
             ("not_ready_fraction", self.not_ready_fraction),
         ] {
             if !(0.0..=1.0).contains(&value) {

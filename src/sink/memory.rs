@@ -47,7 +47,8 @@ struct State {
     terminating: BTreeSet<Name>,
     injected: VecDeque<Injected>,
     log: Vec<WriteRecord>,
-    /// Accepted patches of Services, in order. Services are not stored: they are the input.
+    /// Accepted patches of Services, in order, until taken. Services are not stored: they are
+    /// the input.
     service_patches: Vec<ServicePatch>,
     /// Whether accepted writes are kept in `log` (a long run that never reads it turns this off).
     logging: bool,
@@ -227,11 +228,10 @@ impl MemorySink {
 }
 
 impl Sink for MemorySink {
+    /// Kept until taken, logging or not: Services are not stored here, so the patches are how
+    /// the caller (the replay's world) learns what to apply to them.
     fn patch_service(&self, patch: &ServicePatch) -> Result<(), WriteError> {
-        let mut st = self.state.lock();
-        if st.logging {
-            st.service_patches.push(patch.clone());
-        }
+        self.state.lock().service_patches.push(patch.clone());
         Ok(())
     }
 

@@ -23,6 +23,7 @@ use crate::index::{Index, ServiceKey};
 use crate::model::{LoadBalancerIngress, Name, Node, Service};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::Event;
+use crate::reconcile::load_balancer::pools::Pool;
 use crate::reconcile::load_balancer::{
     ClassFilter, HostSet, LoadBalancerProvider, ProviderError, host_set, needs_cleanup,
     needs_update, node_change_matters, wants_load_balancer,
@@ -49,9 +50,11 @@ fn queue_config() -> QueueConfig {
 /// What the service controller runs with.
 #[derive(Clone)]
 pub struct LoadBalancerOptions {
-    /// Who makes the load balancers: the built-in address pools, a cloud, or a fake for tests.
-    /// `None`: address pools with no pool configured.
+    /// Who makes the load balancers: a cloud, or a fake for tests. `None`: the built-in address
+    /// pools, each engine with its own, over `pools`.
     pub provider: Option<Arc<dyn LoadBalancerProvider>>,
+    /// The built-in provider's pools, when `provider` is `None`.
+    pub pools: Vec<Pool>,
     /// `--lb-class`.
     pub classes: ClassFilter,
     /// Keep every provider call for [`Engine::take_provider_calls`] (`sliced reconcile`).
@@ -64,6 +67,7 @@ impl Default for LoadBalancerOptions {
     fn default() -> Self {
         LoadBalancerOptions {
             provider: None,
+            pools: Vec::new(),
             classes: ClassFilter::default(),
             record_calls: false,
             // Upstream's default.
@@ -79,6 +83,7 @@ impl std::fmt::Debug for LoadBalancerOptions {
                 "provider",
                 &self.provider.as_ref().map(|p| p.provider_name()),
             )
+            .field("pools", &self.pools.len())
             .field("classes", &self.classes)
             .field("record_calls", &self.record_calls)
             .field("workers", &self.workers)

@@ -4,6 +4,7 @@
 
 mod durations;
 mod limits;
+mod load_balancers;
 mod lost_endpoints;
 mod messages;
 
