@@ -393,6 +393,26 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
     Ok(code)
 }
 
+/// The service controller's pools: those of `--lb-pools` files, or the generated cluster's one.
+fn load_balancer_options(files: &[String]) -> Result<LoadBalancerOptions, String> {
+    let pools = if files.is_empty() {
+        let object = serde_json::json!({
+            "apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
+            "metadata": {"name": "simulate"},
+            "spec": {"addresses": ["10.200.0.0/16"], "avoidBuggyIPs": true}
+        });
+        let object: pools::IpAddressPoolObject =
+            serde_json::from_value(object).map_err(|e| e.to_string())?;
+        vec![pools::pool_from_object(object).map_err(|e| e.to_string())?]
+    } else {
+        super::lb_pools(files, Vec::new())?
+    };
+    Ok(LoadBalancerOptions {
+        pools,
+        ..LoadBalancerOptions::default()
+    })
+}
+
 fn progress_bar(text: bool, total: usize) -> Option<ProgressBar> {
     if !text || !std::io::stderr().is_terminal() {
         return None;
@@ -542,24 +562,4 @@ mod tests {
             .ready = Some(!ready.unwrap_or(true));
         assert!(!same_content(&refs(&a), &refs(&changed)));
     }
-}
-
-/// The service controller's pools: those of `--lb-pools` files, or the generated cluster's one.
-fn load_balancer_options(files: &[String]) -> Result<LoadBalancerOptions, String> {
-    let pools = if files.is_empty() {
-        let object = serde_json::json!({
-            "apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
-            "metadata": {"name": "simulate"},
-            "spec": {"addresses": ["10.200.0.0/16"], "avoidBuggyIPs": true}
-        });
-        let object: pools::IpAddressPoolObject =
-            serde_json::from_value(object).map_err(|e| e.to_string())?;
-        vec![pools::pool_from_object(object).map_err(|e| e.to_string())?]
-    } else {
-        super::lb_pools(files, Vec::new())?
-    };
-    Ok(LoadBalancerOptions {
-        pools,
-        ..LoadBalancerOptions::default()
-    })
 }
