@@ -18,8 +18,7 @@ mod sync;
 
 use super::Cluster;
 use super::controller::{Controller, Handlers, HostUpdate, SyncOutcome, SyncRecord};
-use crate::index::NodeMap;
-use crate::index::{Index, ServiceKey};
+use crate::index::{Index, NodeMap, ServiceKey};
 use crate::model::{LoadBalancerIngress, Name, Node, Service};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::Event;
@@ -29,7 +28,7 @@ use crate::reconcile::load_balancer::{
     needs_update, node_change_matters, wants_load_balancer,
 };
 use crate::sink::Sink;
-use sync::{Sync, SyncError};
+use sync::{KeySync, SyncError};
 
 /// The controller name in sync records.
 pub const SERVICE_LB_CONTROLLER: &str = "service-lb";
@@ -339,7 +338,7 @@ impl Controller for LoadBalancerController {
         let full = self.full.lock().remove(key);
         let known = self.processed.lock().contains_key(key);
         let hosts_only = moved && !full && known;
-        let mut sync = Sync {
+        let mut sync = KeySync {
             controller: self,
             key,
             sink,

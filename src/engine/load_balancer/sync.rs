@@ -19,14 +19,14 @@ pub(super) enum SyncError {
 }
 
 /// One sync of one key.
-pub(super) struct Sync<'a> {
+pub(super) struct KeySync<'a> {
     pub controller: &'a LoadBalancerController,
     pub key: &'a ServiceKey,
     pub sink: &'a dyn Sink,
     pub events: &'a mut Vec<(ServiceKey, Event)>,
 }
 
-impl Sync<'_> {
+impl KeySync<'_> {
     fn event(&mut self, event: Event) {
         self.events.push((self.key.clone(), event));
     }
