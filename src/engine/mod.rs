@@ -291,6 +291,13 @@ impl Engine {
         }
     }
 
+    /// The cluster's address pools, for the service controller's built-in provider.
+    pub fn set_address_pools(&self, pools: Vec<crate::reconcile::load_balancer::pools::Pool>) {
+        if let Some(c) = &self.load_balancer {
+            c.pools_changed(&self.index, pools);
+        }
+    }
+
     /// The service controller's provider calls so far, when recorded, and forgets them.
     pub fn take_provider_calls(&self) -> Vec<ProviderCall> {
         self.load_balancer

@@ -6,6 +6,7 @@ pub mod http;
 pub mod launch;
 pub mod lease;
 pub mod manifest;
+pub mod pools;
 pub mod protobuf;
 pub mod protobuf_source;
 pub mod run;

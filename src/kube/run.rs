@@ -182,6 +182,17 @@ pub async fn run(
             )
         })
         .collect();
+    // The cluster's address pools, when the built-in provider serves the service controller.
+    let engine_options = state.engine.options();
+    let pools_watch = (engine_options.controllers.load_balancer
+        && engine_options.load_balancers.provider.is_none())
+    .then(|| {
+        super::pools::spawn(
+            client.clone(),
+            engine_options.load_balancers.pools.clone(),
+            tx.clone(),
+        )
+    });
     drop(tx);
 
     let (events_tx, events_rx) = mpsc::unbounded_channel();
@@ -217,6 +228,7 @@ pub async fn run(
         gate: state.gate.clone(),
         stop: Arc::clone(&stop),
         needed: kinds.into_iter().collect(),
+        pools_needed: pools_watch.is_some(),
         synced: Arc::clone(&state.synced),
         dry_run: state.dry_run.clone(),
         events: events_tx,
@@ -289,7 +301,7 @@ pub async fn run(
 
     // Stop: the batch in progress finishes its writes, then nothing more is written.
     stop.store(true, Ordering::SeqCst);
-    for w in &watches {
+    for w in watches.iter().chain(&pools_watch) {
         w.abort();
     }
     let joined = tokio::task::spawn_blocking(move || engine_thread.join());
@@ -334,6 +346,8 @@ struct EngineLoop {
     gate: WriteGate,
     stop: Arc<AtomicBool>,
     needed: HashSet<ChangeKind>,
+    /// The cluster's address pools have not been listed yet.
+    pools_needed: bool,
     synced: Arc<AtomicBool>,
     dry_run: Option<Arc<DryRunReport>>,
     events: mpsc::UnboundedSender<(ServiceKey, Option<String>, Event)>,
@@ -425,7 +439,7 @@ impl EngineLoop {
                 Err(RecvTimeoutError::Timeout) => crate::allocator::collect_idle_thread(),
                 Err(RecvTimeoutError::Disconnected) => return,
             }
-            if !started && self.needed.is_empty() {
+            if !started && self.needed.is_empty() && !self.pools_needed {
                 started = true;
                 self.engine.start();
                 self.synced.store(true, Ordering::SeqCst);
@@ -504,6 +518,11 @@ impl EngineLoop {
                     self.touch(&change);
                 }
                 self.engine.handle(change);
+            }
+            Input::Pools(pools) => {
+                tracing::info!(pools = pools.len(), "address pools");
+                self.engine.set_address_pools(pools);
+                self.pools_needed = false;
             }
             Input::Listed { kind, seen } => {
                 self.relisted |= self.dry_run.is_some() && seen.is_some();

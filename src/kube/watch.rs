@@ -31,6 +31,8 @@ use crate::model::{EndpointSlice, Endpoints, Name, Node, Pod};
 #[derive(Debug)]
 pub enum Input {
     Change(Change),
+    /// Every address pool, the cluster's and the files', whenever the cluster's change.
+    Pools(Vec<crate::reconcile::load_balancer::pools::Pool>),
     /// A full list of `kind` has been delivered. `seen` holds every listed object when the list
     /// replaced an earlier one (a relist after the watch expired): stored objects missing from it
     /// were deleted meanwhile. The first list has nothing to compare with.

@@ -361,13 +361,15 @@ fn grant_set(entries: &[(&str, &[&str], &[&str])]) -> BTreeSet<Grant> {
 /// endpointslicemirroring and service controllers (kubernetes/kubernetes,
 /// plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go), and `patch` on
 /// services, which the service controller's code uses on a Service being deleted
-/// (cloud-provider/service/helpers `PatchService`).
+/// (cloud-provider/service/helpers `PatchService`); and reading MetalLB's address pools, which
+/// the built-in provider serves from.
 fn sliced_expected() -> BTreeSet<Grant> {
     const RW: &[&str] = &["get", "list", "watch", "create", "update", "delete"];
     grant_set(&[
         ("", &["services", "pods", "nodes"], &READ_VERBS),
         ("", &["services/status"], &["patch", "update"]),
         ("", &["services"], &["patch"]),
+        ("metallb.io", &["ipaddresspools"], &READ_VERBS),
         ("", &["endpoints"], RW),
         ("", &["endpoints/restricted"], &["create"]),
         (

@@ -142,6 +142,8 @@ pub(super) struct LoadBalancerController {
     calls: Mutex<Option<Vec<ProviderCall>>>,
     /// `--concurrent-service-syncs` above one: the threads that sync Services at once.
     pub workers: Option<rayon::ThreadPool>,
+    /// `started` has run: a change of pools converges every Service at once.
+    started: AtomicBool,
 }
 
 pub(super) struct Prepared {
@@ -176,6 +178,37 @@ impl LoadBalancerController {
             nodes_moved: AtomicBool::new(false),
             hosts_moved: Mutex::default(),
             calls: Mutex::new(record_calls.then(Vec::new)),
+            started: AtomicBool::new(false),
+        }
+    }
+
+    /// The cluster's address pools changed: the provider takes them, takes back what statuses
+    /// hold, and every Service is converged again (MetalLB's reprocess-all).
+    pub fn pools_changed(&self, index: &Index, pools: Vec<Pool>) {
+        if !self.provider.set_pools(pools) || !self.started.load(Ordering::Relaxed) {
+            return;
+        }
+        self.restore_and_queue(index);
+    }
+
+    /// The provider takes back every address in status, then every Service it serves, or must
+    /// clean up, is queued for a full sync.
+    fn restore_and_queue(&self, index: &Index) {
+        let services: Vec<Arc<Service>> = index
+            .services()
+            .keys()
+            .into_iter()
+            .filter_map(|k| index.services().get(&k.namespace, &k.name))
+            .collect();
+        // Those being cleaned up hold their addresses until their load balancer is deleted.
+        let holding: Vec<&Service> = services
+            .iter()
+            .map(|s| s.as_ref())
+            .filter(|s| self.wants(s) || needs_cleanup(s))
+            .collect();
+        self.provider.restore(&holding);
+        for service in holding {
+            self.queue_full(ServiceKey::of(service));
         }
     }
 
@@ -282,24 +315,8 @@ impl Handlers for LoadBalancerController {
     /// Before the first sync the provider takes back what the cluster's statuses hold, so that
     /// a restart moves no address.
     fn started(&self, index: &Index) {
-        let services: Vec<Arc<Service>> = index
-            .services()
-            .keys()
-            .into_iter()
-            .filter_map(|k| index.services().get(&k.namespace, &k.name))
-            .collect();
-        // Those being cleaned up hold their addresses until their load balancer is deleted.
-        let holding: Vec<&Service> = services
-            .iter()
-            .map(|s| s.as_ref())
-            .filter(|s| self.wants(s) || needs_cleanup(s))
-            .collect();
-        self.provider.restore(&holding);
-        for service in &services {
-            if self.wants(service) || needs_cleanup(service) {
-                self.queue_full(ServiceKey::of(service));
-            }
-        }
+        self.started.store(true, Ordering::Relaxed);
+        self.restore_and_queue(index);
     }
 
     fn resync(&self, index: &Index) {

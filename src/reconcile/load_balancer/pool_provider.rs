@@ -320,6 +320,12 @@ impl LoadBalancerProvider for PoolProvider {
         Ok(())
     }
 
+    /// Addresses no pool holds any more are let go; the controller converges every Service after.
+    fn set_pools(&self, pools: Vec<Pool>) -> bool {
+        self.state.lock().allocator.set_pools(pools);
+        true
+    }
+
     fn ensure_deleted(&self, service: &Service) -> Result<(), ProviderError> {
         self.state.lock().allocator.release(&service.meta.key());
         Ok(())

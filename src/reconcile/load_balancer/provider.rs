@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::pools::Pool;
 use super::rules::HostSet;
 use crate::model::{LoadBalancerIngress, Service};
 use crate::reconcile::Event;
@@ -67,7 +68,14 @@ pub trait LoadBalancerProvider: Send + Sync {
     /// Deletes the load balancer of `service`; nothing to delete is a success.
     fn ensure_deleted(&self, service: &Service) -> Result<(), ProviderError>;
 
-    /// Once, before the first `ensure`: every Service as the cluster holds it, so that a provider
-    /// that hands out addresses takes back those already in status before it gives out new ones.
+    /// Every Service as the cluster holds it, so that a provider that hands out addresses takes
+    /// back those already in status before it gives out new ones: before the first `ensure`, and
+    /// again when its pools change.
     fn restore(&self, _services: &[&Service]) {}
+
+    /// New address pools (the cluster's `IPAddressPool`s changed). False from a provider that
+    /// has none.
+    fn set_pools(&self, _pools: Vec<Pool>) -> bool {
+        false
+    }
 }

@@ -126,3 +126,31 @@ async fn a_load_balancer_service_gets_an_address_keeps_it_and_gives_it_back() {
     settle(&fake, &running).await;
     running.stop().await.unwrap();
 }
+
+/// Pools from the cluster's `IPAddressPool` objects, with no file: a Service gets an address from
+/// one, and when the pool moves to other addresses, the Service moves with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clusters_address_pools_are_watched() {
+    let fake = small_cluster();
+    let pool = |addresses: &str| {
+        json!({
+            "apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
+            "metadata": {"name": "public", "namespace": "metallb-system"},
+            "spec": {"addresses": [addresses]}
+        })
+    };
+    fake.create(pool("198.51.100.0/30")).unwrap();
+    fake.create(lb_service("shop", 30080)).unwrap();
+    let running = start(&fake, options());
+    settle(&fake, &running).await;
+    let shop = until(&fake, "shop", |s| ingress_ip(s).is_some()).await;
+    assert_eq!(ingress_ip(shop.as_ref()).as_deref(), Some("198.51.100.0"));
+
+    fake.apply(pool("203.0.113.8/30")).unwrap();
+    let shop = until(&fake, "shop", |s| {
+        ingress_ip(s).is_some_and(|ip| ip.starts_with("203.0.113."))
+    })
+    .await;
+    assert_eq!(ingress_ip(shop.as_ref()).as_deref(), Some("203.0.113.8"));
+    running.stop().await.unwrap();
+}

@@ -111,6 +111,12 @@ pub static KINDS: &[Kind] = &[
         fields: &["regarding.kind", "regarding.name", "reason", "type"],
         ..kind("events", "events.k8s.io", "Event")
     },
+    // MetalLB's custom resource, as its CRD serves it.
+    Kind {
+        version: "v1beta1",
+        generation: Generation::Spec,
+        ..kind("ipaddresspools", "metallb.io", "IPAddressPool")
+    },
 ];
 
 pub const NAMESPACES: ResId = 0;
