@@ -16,6 +16,12 @@ use kube::runtime::watcher::{self, Event};
 use super::watch::Input;
 use crate::reconcile::load_balancer::pools::{self, IpAddressPoolObject, Pool};
 
+/// Whether `sliced run` with these options watches the cluster's pools: when the service
+/// controller runs with the built-in provider.
+pub fn watched(options: &crate::engine::EngineOptions) -> bool {
+    options.controllers.load_balancer && options.load_balancers.provider.is_none()
+}
+
 /// Starts the watch on the current tokio runtime, feeding `out` until it is closed.
 pub fn spawn(
     client: Client,
@@ -31,7 +37,7 @@ fn api(client: Client) -> Api<DynamicObject> {
     Api::all_with(client, &resource)
 }
 
-/// A pool from its object; one that cannot be used is logged and left out.
+/// A pool from its object; one that cannot be used is logged.
 fn usable(object: &DynamicObject) -> Option<Pool> {
     let read = serde_json::to_value(object)
         .and_then(serde_json::from_value::<IpAddressPoolObject>)
@@ -58,6 +64,7 @@ async fn watch_pools(client: Client, from_files: Vec<Pool>, out: Sender<Input>) 
     let mut listing: BTreeMap<String, Pool> = BTreeMap::new();
     let mut listed = false;
     let mut missing_told = false;
+    let mut sent: Option<Vec<Pool>> = None;
     while let Some(event) = stream.next().await {
         let changed = match event {
             Ok(Event::Init) => {
@@ -75,13 +82,15 @@ async fn watch_pools(client: Client, from_files: Vec<Pool>, out: Sender<Input>) 
                 listed = true;
                 true
             }
-            Ok(Event::Apply(object)) => {
-                match usable(&object) {
-                    Some(p) => held.insert(name(&object), p),
-                    None => held.remove(&name(&object)),
-                };
-                true
-            }
+            // An edit that cannot be used keeps the version before (MetalLB calls its
+            // configuration stale and goes on with it): no Service loses its address to a typo.
+            Ok(Event::Apply(object)) => match usable(&object) {
+                Some(p) => {
+                    held.insert(name(&object), p);
+                    true
+                }
+                None => false,
+            },
             Ok(Event::Delete(object)) => held.remove(&name(&object)).is_some(),
             Err(watcher::Error::InitialListFailed(kube::Error::Api(status)))
                 if status.code == 404 =>
@@ -100,17 +109,29 @@ async fn watch_pools(client: Client, from_files: Vec<Pool>, out: Sender<Input>) 
                 false
             }
         };
-        if changed && listed {
-            let mut all = from_files.clone();
-            all.extend(held.values().cloned());
-            match pools::check_pools(&all) {
-                Ok(()) => {
-                    if out.send(Input::Pools(all)).is_err() {
-                        return;
-                    }
+        if !(changed && listed) {
+            continue;
+        }
+        let mut all = from_files.clone();
+        all.extend(held.values().cloned());
+        let next = match pools::check_pools(&all) {
+            Ok(()) => all,
+            Err(e) => {
+                // The first set must go out all the same, or start-up would wait for ever.
+                tracing::warn!("the cluster's address pools not taken: {e}");
+                match &sent {
+                    Some(_) => continue,
+                    None => from_files.clone(),
                 }
-                Err(e) => tracing::warn!("address pools not taken, the ones before kept: {e}"),
             }
+        };
+        // A relist that finds the same pools converges nothing again.
+        if sent.as_ref() == Some(&next) {
+            continue;
+        }
+        sent = Some(next.clone());
+        if out.send(Input::Pools(next)).is_err() {
+            return;
         }
     }
 }

@@ -184,9 +184,7 @@ pub async fn run(
         .collect();
     // The cluster's address pools, when the built-in provider serves the service controller.
     let engine_options = state.engine.options();
-    let pools_watch = (engine_options.controllers.load_balancer
-        && engine_options.load_balancers.provider.is_none())
-    .then(|| {
+    let pools_watch = super::pools::watched(engine_options).then(|| {
         super::pools::spawn(
             client.clone(),
             engine_options.load_balancers.pools.clone(),

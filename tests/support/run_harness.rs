@@ -222,9 +222,11 @@ async fn wait_quiet(fake: &FakeApiServer, running: &Running, leads: bool) -> u64
     }
 }
 
-/// The watches one run keeps open.
+/// The watches one run keeps open: its kinds', and the address pools' when it watches them.
 fn watched_kinds(running: &Running) -> usize {
-    sliced::kube::watch::watched_kinds(running.state.engine.options().controllers).len()
+    let options = running.state.engine.options();
+    sliced::kube::watch::watched_kinds(options.controllers).len()
+        + usize::from(sliced::kube::pools::watched(options))
 }
 
 /// Every object of the kinds `sliced reconcile` reads, as one List.
