@@ -282,8 +282,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
         let (load_balancers, addressed) = result.load_balancers;
         if load_balancers > 0 || result.service_patches > 0 {
             println!(
-                "load balancers: {addressed} of {load_balancers} LoadBalancer Services hold an address; {} Service patches",
-                result.service_patches
+                "load balancers: {addressed} of {load_balancers} LoadBalancer Services hold an address; {} Service patches; {} addresses moved",
+                result.service_patches, result.moved_addresses
             );
         }
         println!(
@@ -357,7 +357,8 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<ExitCode> {
             "writes": {"create": creates, "update": updates, "delete": deletes},
             "load_balancers": {"services": result.load_balancers.0,
                                "with_address": result.load_balancers.1,
-                               "service_patches": result.service_patches},
+                               "service_patches": result.service_patches,
+                               "moved_addresses": result.moved_addresses},
             "sync_seconds": {"p50": pct(0.5).as_secs_f64(), "p90": pct(0.9).as_secs_f64(),
                              "p99": pct(0.99).as_secs_f64(), "max": pct(1.0).as_secs_f64()},
             "peak_resident_bytes": peak,

@@ -99,6 +99,9 @@ pub struct ReplayResult {
     pub service_patches: u64,
     /// LoadBalancer Services at the end, and those with an address in their status.
     pub load_balancers: (usize, usize),
+    /// Status patches that gave a Service other addresses than it held (none, unless its
+    /// request or the pools changed).
+    pub moved_addresses: u64,
 }
 
 /// 2026-01-01T00:00:00Z: virtual time zero, for creation times the steps leave out.
@@ -283,6 +286,7 @@ pub fn replay_with_progress(
     result.out_of_time = out_of_time;
     result.objects = sink.objects();
     result.load_balancers = world.load_balancers();
+    result.moved_addresses = world.moved_addresses;
     result.final_state = world.into_snapshot();
     result.events = replicas.take_events();
     result.stats = replicas.stats();

@@ -22,6 +22,8 @@ pub(super) struct World {
     nodes: BTreeMap<Name, Node>,
     namespaces: BTreeMap<Name, bool>,
     pods: Option<BTreeMap<(Name, Name), Pod>>,
+    /// Status patches that replaced a Service's addresses with other ones.
+    pub(super) moved_addresses: u64,
     /// Virtual time zero, as a wall-clock time for creationTimestamps the steps do not give.
     epoch: Timestamp,
 }
@@ -44,6 +46,7 @@ impl World {
             nodes: BTreeMap::new(),
             namespaces: BTreeMap::new(),
             pods: keep_pods.then(BTreeMap::new),
+            moved_addresses: 0,
             epoch,
         }
     }
@@ -94,6 +97,9 @@ impl World {
         match &patch.change {
             ServiceChange::Finalizers(finalizers) => lb.finalizers = finalizers.clone(),
             ServiceChange::Ingress(ingress) if patch.status_subresource => {
+                if !lb.ingress.is_empty() && !ingress.is_empty() && lb.ingress != *ingress {
+                    self.moved_addresses += 1;
+                }
                 lb.ingress = ingress.clone();
             }
             ServiceChange::Ingress(_) => {}
