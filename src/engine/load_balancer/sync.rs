@@ -69,19 +69,8 @@ impl KeySync<'_> {
         if !self.controller.wants(previous) {
             return Ok(());
         }
-        self.event(Event::normal(
-            "DeletingLoadBalancer",
-            "Deleting load balancer",
-        ));
-        let outcome = self.controller.provider.ensure_deleted(previous);
-        self.call(
-            ProviderOperation::EnsureDeleted,
-            &HostSet::new(),
-            &[],
-            outcome.as_ref().err(),
-        );
-        match outcome {
-            Ok(()) | Err(ProviderError::ImplementedElsewhere) => {
+        match self.delete_balancer(previous) {
+            Ok(()) => {
                 self.event(Event::normal(
                     "DeletedLoadBalancer",
                     "Deleted load balancer",
@@ -95,6 +84,25 @@ impl KeySync<'_> {
                 ));
                 Err(SyncError::Provider(error))
             }
+        }
+    }
+
+    /// The provider's delete, told as an event and a call; implemented elsewhere is done.
+    fn delete_balancer(&mut self, service: &Service) -> Result<(), ProviderError> {
+        self.event(Event::normal(
+            "DeletingLoadBalancer",
+            "Deleting load balancer",
+        ));
+        let outcome = self.controller.provider.ensure_deleted(service);
+        self.call(
+            ProviderOperation::EnsureDeleted,
+            &HostSet::new(),
+            &[],
+            outcome.as_ref().err(),
+        );
+        match outcome {
+            Err(ProviderError::ImplementedElsewhere) => Ok(()),
+            other => other,
         }
     }
 
@@ -148,21 +156,7 @@ impl KeySync<'_> {
             ))
         })?;
         if exists.is_some() {
-            self.event(Event::normal(
-                "DeletingLoadBalancer",
-                "Deleting load balancer",
-            ));
-            let outcome = provider.ensure_deleted(service);
-            self.call(
-                ProviderOperation::EnsureDeleted,
-                &HostSet::new(),
-                &[],
-                outcome.as_ref().err(),
-            );
-            match outcome {
-                Ok(()) | Err(ProviderError::ImplementedElsewhere) => {}
-                Err(error) => return Err(SyncError::Provider(error)),
-            }
+            self.delete_balancer(service).map_err(SyncError::Provider)?;
         }
         let lb = service.load_balancer.as_deref();
         if lb.is_some_and(|lb| lb.has_cleanup_finalizer()) {
