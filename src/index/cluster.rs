@@ -426,6 +426,20 @@ impl Services<'_> {
         out
     }
 
+    /// Every service, in namespace and name order: each namespace read under one lock.
+    pub fn list(&self) -> Vec<Arc<Service>> {
+        let mut out: Vec<Arc<Service>> = self
+            .0
+            .namespaces
+            .iter()
+            .flat_map(|ns| ns.services().cloned().collect::<Vec<_>>())
+            .collect();
+        out.sort_unstable_by(|a, b| {
+            (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name))
+        });
+        out
+    }
+
     /// Replaces every service with `services` (a later duplicate wins). Both lists of the result
     /// are in namespace and name order.
     pub fn reset<I>(&self, services: I) -> Relist<Service>

@@ -50,6 +50,10 @@ impl Namespace {
         self.services.get(name).map(|e| &e.service)
     }
 
+    pub(crate) fn services(&self) -> impl Iterator<Item = &Arc<Service>> {
+        self.services.values().map(|e| &e.service)
+    }
+
     pub(crate) fn service_names(&self) -> Vec<Name> {
         self.services.keys().cloned().collect()
     }

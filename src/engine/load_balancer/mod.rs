@@ -194,12 +194,7 @@ impl LoadBalancerController {
     /// The provider takes back every address in status, then every Service it serves, or must
     /// clean up, is queued for a full sync.
     fn restore_and_queue(&self, index: &Index) {
-        let services: Vec<Arc<Service>> = index
-            .services()
-            .keys()
-            .into_iter()
-            .filter_map(|k| index.services().get(&k.namespace, &k.name))
-            .collect();
+        let services = index.services().list();
         // Those being cleaned up hold their addresses until their load balancer is deleted.
         let holding: Vec<&Service> = services
             .iter()
@@ -321,11 +316,9 @@ impl Handlers for LoadBalancerController {
 
     fn resync(&self, index: &Index) {
         // Upstream's resync redelivers every Service unchanged: only cleanups are queued again.
-        for key in index.services().keys() {
-            if let Some(service) = index.services().get(&key.namespace, &key.name)
-                && needs_cleanup(&service)
-            {
-                self.queue_full(key);
+        for service in index.services().list() {
+            if needs_cleanup(&service) {
+                self.queue_full(ServiceKey::of(&service));
             }
         }
     }
