@@ -102,12 +102,7 @@ fn service(i: usize) -> Service {
 fn synced(provider: Arc<Counting>) -> (Engine, MemorySink) {
     let engine = Engine::new(
         EngineOptions {
-            controllers: Controllers {
-                endpointslice: false,
-                endpoints: false,
-                mirroring: false,
-                load_balancer: true,
-            },
+            controllers: Controllers::LOAD_BALANCER,
             load_balancers: LoadBalancerOptions {
                 provider: Some(provider),
                 ..LoadBalancerOptions::default()

@@ -24,6 +24,13 @@ impl Controllers {
         mirroring: false,
         load_balancer: false,
     };
+    /// The service controller alone.
+    pub const LOAD_BALANCER: Controllers = Controllers {
+        endpointslice: false,
+        endpoints: false,
+        mirroring: false,
+        load_balancer: true,
+    };
     /// The three controllers of endpoints, without the service controller.
     pub const ENDPOINT_CONTROLLERS: Controllers = Controllers {
         load_balancer: false,
@@ -138,12 +145,7 @@ mod tests {
         );
         assert_eq!(
             Controllers::parse("service-lb"),
-            Ok(Controllers {
-                endpointslice: false,
-                endpoints: false,
-                mirroring: false,
-                load_balancer: true,
-            })
+            Ok(Controllers::LOAD_BALANCER)
         );
         // As kube-controller-manager: a switch-off alone enables nothing.
         let none = Controllers {

@@ -586,12 +586,7 @@ fn node_sync_fills_the_service_controller_metrics() {
     let clock: Arc<dyn Clock> = Arc::new(VirtualClock::new());
     let engine = Engine::new(
         EngineOptions {
-            controllers: Controllers {
-                endpointslice: false,
-                endpoints: false,
-                mirroring: false,
-                load_balancer: true,
-            },
+            controllers: Controllers::LOAD_BALANCER,
             load_balancers: LoadBalancerOptions {
                 provider: Some(Arc::clone(&provider) as _),
                 ..LoadBalancerOptions::default()

@@ -33,12 +33,7 @@ impl Harness {
         let provider = Arc::new(FakeProvider::new());
         let engine = Engine::new(
             EngineOptions {
-                controllers: Controllers {
-                    endpointslice: false,
-                    endpoints: false,
-                    mirroring: false,
-                    load_balancer: true,
-                },
+                controllers: Controllers::LOAD_BALANCER,
                 load_balancers: LoadBalancerOptions {
                     provider: Some(Arc::clone(&provider) as _),
                     ..LoadBalancerOptions::default()
