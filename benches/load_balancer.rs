@@ -251,7 +251,7 @@ fn pools(c: &mut Criterion) {
     group.throughput(Throughput::Elements(POOL_SERVICES as u64));
     group.bench_function("allocate_100000", |b| {
         b.iter_batched(
-            || PoolProvider::new(vec![pool.clone()], Default::default()),
+            || PoolProvider::new(vec![pool.clone()]),
             |provider| {
                 for s in &services {
                     black_box(provider.ensure(s, &hosts).ok());
@@ -262,7 +262,7 @@ fn pools(c: &mut Criterion) {
         )
     });
     // The statuses the allocation wrote, as a restart lists them.
-    let first = PoolProvider::new(vec![pool.clone()], Default::default());
+    let first = PoolProvider::new(vec![pool.clone()]);
     let with_status: Vec<Service> = services
         .iter()
         .map(|s| {
@@ -278,7 +278,7 @@ fn pools(c: &mut Criterion) {
     let refs: Vec<&Service> = with_status.iter().collect();
     group.bench_function("restore_100000", |b| {
         b.iter_batched(
-            || PoolProvider::new(vec![pool.clone()], Default::default()),
+            || PoolProvider::new(vec![pool.clone()]),
             |provider| {
                 provider.restore(&refs);
                 provider

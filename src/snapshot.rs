@@ -186,7 +186,7 @@ pub fn reconcile_snapshot_keeping_engine(
         services,
         pods,
         nodes,
-        namespaces: _,
+        namespaces,
         endpoint_slices,
         endpoints,
     } = snapshot;
@@ -212,7 +212,7 @@ pub fn reconcile_snapshot_keeping_engine(
         Arc::clone(&clock) as Arc<dyn Clock>,
     );
     // As controllers that have just started: caches filled from lists, then the start-up work.
-    deliver_cluster(&engine, nodes, services, pods);
+    deliver_cluster(&engine, namespaces, nodes, services, pods);
     load_stored(&engine, sink.objects());
     engine.start();
     // Past every delay that loading queued (the longest: slice-triggered syncs wait a second).
@@ -243,12 +243,13 @@ pub fn reconcile_snapshot_keeping_engine(
 }
 
 impl Snapshot {
-    /// Its Nodes, Services and Pods delivered to `engine`, as its informers' first lists deliver
+    /// Its Namespaces, Nodes, Services and Pods delivered to `engine`, as its informers' first lists deliver
     /// them. Its EndpointSlices and Endpoints are not: those the engine reads are the API
     /// server's, as it stores them ([`load_stored`]).
     pub fn load_cluster_into(&self, engine: &Engine) {
         deliver_cluster(
             engine,
+            self.namespaces.iter().cloned(),
             self.nodes.iter().cloned(),
             self.services.iter().cloned(),
             self.pods.iter().cloned(),
@@ -256,13 +257,17 @@ impl Snapshot {
     }
 }
 
-/// Nodes, then Services, then Pods, as informers' first lists deliver them.
+/// Namespaces, Nodes, then Services, then Pods, as informers' first lists deliver them.
 fn deliver_cluster(
     engine: &Engine,
+    namespaces: impl IntoIterator<Item = Namespace>,
     nodes: impl IntoIterator<Item = Node>,
     services: impl IntoIterator<Item = Service>,
     pods: impl IntoIterator<Item = Pod>,
 ) {
+    for namespace in namespaces {
+        engine.handle(Change::Namespace(namespace));
+    }
     for node in nodes {
         engine.handle(Change::Node(node));
     }

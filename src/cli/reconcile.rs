@@ -1,6 +1,5 @@
 //! `sliced reconcile`: one sync of every Service in a YAML or JSON snapshot, with no cluster.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,7 +10,6 @@ use clap::{Args, ValueEnum};
 use super::render;
 use sliced::engine::LoadBalancerOptions;
 use sliced::kube::manifest::{self, Manifest};
-use sliced::model::{Labels, Name};
 use sliced::reconcile::load_balancer::{ClassFilter, PoolProvider};
 use sliced::reconcile::{Options, mirroring};
 use sliced::snapshot::{Controllers, reconcile_snapshot_owned};
@@ -68,14 +66,11 @@ fn load(files: &[String]) -> Result<Manifest, String> {
     Ok(all)
 }
 
-/// The built-in provider over the pools of `--lb-pools` files and of the input, with the input's
-/// namespace labels.
+/// The built-in provider over the pools of `--lb-pools` files and of the input. The engine tells
+/// it the input's namespace labels.
 fn pool_provider(files: &[String], manifest: &mut Manifest) -> Result<PoolProvider, String> {
     let pools = super::lb_pools(files, std::mem::take(&mut manifest.pools))?;
-    let namespaces: HashMap<Name, Labels> = (manifest.objects.namespaces.iter())
-        .map(|ns| (ns.name.clone(), ns.labels.clone()))
-        .collect();
-    Ok(PoolProvider::new(pools, namespaces))
+    Ok(PoolProvider::new(pools))
 }
 
 pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {

@@ -214,10 +214,7 @@ impl Engine {
             let lb = &options.load_balancers;
             let provider = lb.provider.clone().unwrap_or_else(|| {
                 let pools = lb.pools.clone();
-                Arc::new(crate::reconcile::load_balancer::PoolProvider::new(
-                    pools,
-                    Default::default(),
-                ))
+                Arc::new(crate::reconcile::load_balancer::PoolProvider::new(pools))
             });
             load_balancer::LoadBalancerController::new(provider, lb, Arc::clone(&clock))
         });
@@ -368,8 +365,18 @@ impl Engine {
                 name,
                 uid,
             } => self.endpoints_deleted(namespace, name, uid, Origin::Watch),
-            // Namespaces matter to the API server: creates into a terminating one fail.
-            Change::Namespace(_) | Change::NamespaceDeleted { .. } => {}
+            // Beyond address pools' selectors, namespaces matter only to the API server:
+            // creates into a terminating one fail.
+            Change::Namespace(ns) => {
+                if let Some(lb) = &self.load_balancer {
+                    lb.namespace_changed(&self.index, &ns.name, Some(&ns.labels));
+                }
+            }
+            Change::NamespaceDeleted { name } => {
+                if let Some(lb) = &self.load_balancer {
+                    lb.namespace_changed(&self.index, name, None);
+                }
+            }
         }
     }
 

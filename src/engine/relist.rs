@@ -30,7 +30,8 @@ impl Engine {
                 .into_iter()
                 .map(|name| (Name::default(), name))
                 .collect(),
-            // Namespaces are not kept.
+            // Only the address-pool provider keeps namespaces (their labels). A namespace gone
+            // takes its Services with it, and the service relist delivers their deletions.
             ChangeKind::Namespace => Vec::new(),
             ChangeKind::EndpointSlice => {
                 let mut keys = self.index.slices().keys();

@@ -440,6 +440,16 @@ impl Services<'_> {
         out
     }
 
+    /// The services of `namespace`, in name order.
+    pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<Service>> {
+        let mut out: Vec<Arc<Service>> = match self.0.namespaces.get(namespace) {
+            Some(ns) => ns.services().cloned().collect(),
+            None => Vec::new(),
+        };
+        out.sort_unstable_by(|a, b| a.meta.name.cmp(&b.meta.name));
+        out
+    }
+
     /// Replaces every service with `services` (a later duplicate wins). Both lists of the result
     /// are in namespace and name order.
     pub fn reset<I>(&self, services: I) -> Relist<Service>

@@ -20,7 +20,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::convert::{ConvertError, service_from_k8s};
+use super::convert::{ConvertError, namespace_from_k8s, service_from_k8s};
 use super::protobuf_source::{Decoded, ProtobufSource};
 use crate::change::{Change, ChangeKind};
 use crate::controllers::Controllers;
@@ -123,6 +123,10 @@ pub fn watched_kinds(controllers: Controllers) -> Vec<ChangeKind> {
     if controllers.endpoints || controllers.mirroring {
         kinds.push(ChangeKind::Endpoints);
     }
+    // Address pools may select namespaces by label.
+    if controllers.load_balancer {
+        kinds.push(ChangeKind::Namespace);
+    }
     kinds
 }
 
@@ -208,9 +212,15 @@ pub fn spawn(
             feed,
             |e| e.take().map(|e| Change::Endpoints(Arc::new(e))),
         )),
-        // Nothing the engine does depends on namespaces: the API server refuses creates in a
-        // terminating one, and the sink reports it.
-        ChangeKind::Namespace => tokio::spawn(async {}),
+        // Watched for the service controller's address pools only: for the endpoint
+        // controllers, the API server refuses creates in a terminating namespace, and the sink
+        // reports it.
+        ChangeKind::Namespace => tokio::spawn(watch::<core::Namespace, _>(
+            Api::<core::Namespace>::all(client),
+            page_size,
+            feed,
+            |n| namespace_from_k8s(n).map(Change::Namespace),
+        )),
     }
 }
 

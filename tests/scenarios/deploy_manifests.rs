@@ -362,7 +362,7 @@ fn grant_set(entries: &[(&str, &[&str], &[&str])]) -> BTreeSet<Grant> {
 /// plugin/pkg/auth/authorizer/rbac/bootstrappolicy/controller_policy.go), and `patch` on
 /// services, which the service controller's code uses on a Service being deleted
 /// (cloud-provider/service/helpers `PatchService`); and reading MetalLB's address pools, which
-/// the built-in provider serves from.
+/// the built-in provider serves from, and the namespace labels their selectors read.
 fn sliced_expected() -> BTreeSet<Grant> {
     const RW: &[&str] = &["get", "list", "watch", "create", "update", "delete"];
     grant_set(&[
@@ -370,6 +370,7 @@ fn sliced_expected() -> BTreeSet<Grant> {
         ("", &["services/status"], &["patch", "update"]),
         ("", &["services"], &["patch"]),
         ("metallb.io", &["ipaddresspools"], &READ_VERBS),
+        ("", &["namespaces"], &READ_VERBS),
         ("", &["endpoints"], RW),
         ("", &["endpoints/restricted"], &["create"]),
         (
@@ -1250,14 +1251,14 @@ fn extra_and_missing_rules_are_caught() {
     role.rules
         .as_mut()
         .unwrap()
-        .push(rule(&[""], &["namespaces"], &["get", "list", "watch"]));
+        .push(rule(&[""], &["configmaps"], &["get", "list", "watch"]));
     role.rules.as_mut().unwrap().push(rule(
         &["discovery.k8s.io"],
         &["endpointslices/status"],
         &["update"],
     ));
     let problems = sliced_role_problems(&m);
-    assert_caught(&problems, "\"namespaces\", \"list\"");
+    assert_caught(&problems, "\"configmaps\", \"list\"");
     assert_caught(
         &problems,
         "update on discovery.k8s.io endpointslices/status",

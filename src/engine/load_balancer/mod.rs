@@ -19,7 +19,7 @@ mod sync;
 use super::Cluster;
 use super::controller::{Controller, Handlers, HostUpdate, SyncOutcome, SyncRecord};
 use crate::index::{Index, NodeMap, ServiceKey};
-use crate::model::{LoadBalancerIngress, Name, Node, Service};
+use crate::model::{Labels, LoadBalancerIngress, Name, Node, Service};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::Event;
 use crate::reconcile::load_balancer::pools::Pool;
@@ -189,6 +189,21 @@ impl LoadBalancerController {
             return;
         }
         self.restore_and_queue(index);
+    }
+
+    /// A namespace's labels changed (None: it is gone). When a pool selects namespaces by label,
+    /// its Services are converged again; MetalLB reprocesses every Service instead.
+    pub fn namespace_changed(&self, index: &Index, namespace: &str, labels: Option<&Labels>) {
+        if !self.provider.namespace_labels(namespace, labels)
+            || !self.started.load(Ordering::Relaxed)
+        {
+            return;
+        }
+        for service in index.services().in_namespace(namespace) {
+            if self.wants(&service) {
+                self.queue_full(ServiceKey::of(&service));
+            }
+        }
     }
 
     /// The provider takes back every address in status, then every Service it serves, or must

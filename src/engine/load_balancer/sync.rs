@@ -216,9 +216,15 @@ impl KeySync<'_> {
             Ok(ensured) => ensured,
             Err(ProviderError::ImplementedElsewhere) => return Ok(()),
             Err(mut error) => {
-                if let ProviderError::Failed { events, .. } = &mut error {
+                if let ProviderError::Failed {
+                    events, withdrawn, ..
+                } = &mut error
+                {
                     for event in std::mem::take(events) {
                         self.event(event);
+                    }
+                    if *withdrawn && lb.is_some_and(|lb| !lb.ingress.is_empty()) {
+                        self.patch_status(service, ServiceChange::Ingress(Vec::new()))?;
                     }
                 }
                 return Err(SyncError::Provider(error));

@@ -42,16 +42,17 @@ pub struct PoolProvider {
 impl Default for PoolProvider {
     /// No pool: every Service fails with a clear reason until pools are given.
     fn default() -> Self {
-        PoolProvider::new(Vec::new(), HashMap::new())
+        PoolProvider::new(Vec::new())
     }
 }
 
 impl PoolProvider {
-    pub fn new(pools: Vec<Pool>, namespaces: HashMap<Name, Labels>) -> Self {
+    /// A provider over `pools`; namespace labels arrive through `namespace_labels`.
+    pub fn new(pools: Vec<Pool>) -> Self {
         PoolProvider {
             state: Mutex::new(State {
                 allocator: Allocator::new(pools),
-                namespaces,
+                namespaces: HashMap::new(),
             }),
         }
     }
@@ -201,6 +202,7 @@ fn failed(reason: &'static str, message: String, mut before: Vec<Event>) -> Prov
     ProviderError::Failed {
         message,
         events: before,
+        withdrawn: false,
     }
 }
 
@@ -297,7 +299,7 @@ impl LoadBalancerProvider for PoolProvider {
                     })
                 }
                 Err(error) => {
-                    // Keep what it had: the addresses it held stay its own.
+                    // Keep what it had, where its pools still allow it.
                     if let Some(held) = held.filter(|h| !h.is_empty()) {
                         let _ = allocator.assign(claim, &held);
                     }
@@ -309,7 +311,17 @@ impl LoadBalancerProvider for PoolProvider {
                         }
                         other => other.to_string(),
                     };
-                    Err(failed("AllocationFailed", message, events(error.notes)))
+                    let mut error = failed("AllocationFailed", message, events(error.notes));
+                    // Addresses in status that it cannot hold may be given to another Service:
+                    // they go. With no pool at all, nothing is given out, and they stay.
+                    let holds = allocator
+                        .addresses_of(claim.service)
+                        .is_some_and(|a| !a.is_empty());
+                    if let ProviderError::Failed { withdrawn, .. } = &mut error {
+                        *withdrawn =
+                            !current.is_empty() && !holds && allocator.pools().next().is_some();
+                    }
+                    Err(error)
                 }
             }
         })
@@ -324,6 +336,30 @@ impl LoadBalancerProvider for PoolProvider {
     fn set_pools(&self, pools: Vec<Pool>) -> bool {
         self.state.lock().allocator.set_pools(pools);
         true
+    }
+
+    fn namespace_labels(&self, namespace: &str, labels: Option<&Labels>) -> bool {
+        let mut st = self.state.lock();
+        let changed = match labels {
+            Some(labels) => match st.namespaces.get_mut(namespace) {
+                Some(held) if held == labels => false,
+                Some(held) => {
+                    held.clone_from(labels);
+                    true
+                }
+                None => {
+                    st.namespaces.insert(Name::from(namespace), labels.clone());
+                    true
+                }
+            },
+            None => st.namespaces.remove(namespace).is_some(),
+        };
+        changed
+            && st.allocator.pools().any(|pool| {
+                pool.allocation
+                    .as_ref()
+                    .is_some_and(|a| !a.namespace_selectors.is_empty())
+            })
     }
 
     fn ensure_deleted(&self, service: &Service) -> Result<(), ProviderError> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::pools::Pool;
 use super::rules::HostSet;
-use crate::model::{LoadBalancerIngress, Service};
+use crate::model::{Labels, LoadBalancerIngress, Service};
 use crate::reconcile::Event;
 
 /// A provider's refusal.
@@ -19,9 +19,16 @@ pub enum ProviderError {
     #[error("implemented elsewhere")]
     ImplementedElsewhere,
     /// A failure, retried with backoff. `events` are recorded on the Service before upstream's
-    /// own (an address pool's `AllocationFailed`, with its reason).
+    /// own (an address pool's `AllocationFailed`, with its reason). `withdrawn`: the load
+    /// balancer in the Service's status is no longer its own (an address its pool stopped
+    /// allowing), so the status ingress is emptied, as MetalLB clears it; otherwise the status
+    /// stays as it is, as upstream leaves it.
     #[error("{message}")]
-    Failed { message: String, events: Vec<Event> },
+    Failed {
+        message: String,
+        events: Vec<Event>,
+        withdrawn: bool,
+    },
 }
 
 impl ProviderError {
@@ -29,6 +36,7 @@ impl ProviderError {
         ProviderError::Failed {
             message: message.into(),
             events: Vec::new(),
+            withdrawn: false,
         }
     }
 }
@@ -76,6 +84,12 @@ pub trait LoadBalancerProvider: Send + Sync {
     /// New address pools (the cluster's `IPAddressPool`s changed). False from a provider that
     /// has none.
     fn set_pools(&self, _pools: Vec<Pool>) -> bool {
+        false
+    }
+
+    /// The labels of `namespace` are now `labels` (None: it is gone). True when its Services'
+    /// load balancers may change with them, as an address pool selects namespaces by label.
+    fn namespace_labels(&self, _namespace: &str, _labels: Option<&Labels>) -> bool {
         false
     }
 }

@@ -28,7 +28,7 @@ fn with_pools() -> RunOptions {
     let pools = vec![pool_from_object(object).unwrap()];
     let mut options = options();
     options.engine.load_balancers = LoadBalancerOptions {
-        provider: Some(Arc::new(PoolProvider::new(pools, Default::default()))),
+        provider: Some(Arc::new(PoolProvider::new(pools))),
         ..LoadBalancerOptions::default()
     };
     options
@@ -152,5 +152,57 @@ async fn the_clusters_address_pools_are_watched() {
     })
     .await;
     assert_eq!(ingress_ip(shop.as_ref()).as_deref(), Some("203.0.113.8"));
+    running.stop().await.unwrap();
+}
+
+/// A pool that serves only namespaces labelled `team: a`: the Service in `default` gets nothing
+/// until its namespace is labelled, then an address, and loses it when the label goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_selecting_namespaces_follows_their_labels() {
+    let fake = small_cluster();
+    fake.create(json!({
+        "apiVersion": "metallb.io/v1beta1", "kind": "IPAddressPool",
+        "metadata": {"name": "team-a", "namespace": "metallb-system"},
+        "spec": {
+            "addresses": ["198.51.100.0/30"],
+            "serviceAllocation": {"namespaceSelectors": [{"matchLabels": {"team": "a"}}]}
+        }
+    }))
+    .unwrap();
+    fake.create(lb_service("shop", 30080)).unwrap();
+    let running = start(&fake, options());
+    // Not settled: the failed Service waits out its backoff.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !fake
+        .list("events.events.k8s.io", "default")
+        .iter()
+        .any(|e| e["reason"] == "AllocationFailed" && e["regarding"]["name"] == "shop")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no AllocationFailed event on shop"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let shop = fake.get("services", "default", "shop");
+    assert_eq!(
+        ingress_ip(shop.as_ref()),
+        None,
+        "no pool serves `default` yet"
+    );
+
+    let namespace = |labels: Value| {
+        json!({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": "default", "labels": labels}})
+    };
+    fake.apply(namespace(json!({"team": "a"}))).unwrap();
+    let shop = until(&fake, "shop", |s| ingress_ip(s).is_some()).await;
+    assert_eq!(ingress_ip(shop.as_ref()).as_deref(), Some("198.51.100.0"));
+
+    fake.apply(namespace(json!({"team": "b"}))).unwrap();
+    until(&fake, "shop", |s| {
+        s.is_some_and(|s| ingress_ip(Some(s)).is_none())
+    })
+    .await;
     running.stop().await.unwrap();
 }
