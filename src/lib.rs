@@ -8,6 +8,7 @@
 pub mod allocator;
 pub mod change;
 pub mod controllers;
+pub mod dns;
 pub mod duration;
 pub mod engine;
 pub mod index;

@@ -26,6 +26,9 @@ enum Command {
     /// Keep a cluster's EndpointSlices and Endpoints, in place of kube-controller-manager's
     /// endpointslice, endpoint and endpointslice-mirroring controllers.
     Run(Box<cli::run::RunArgs>),
+    /// The DNS records CoreDNS serves for a cluster's Services and Pods, one name's, or why a
+    /// pod has none (`--explain`).
+    Dns(cli::dns::DnsArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -40,6 +43,7 @@ fn main() -> std::process::ExitCode {
         Command::Reconcile(args) => cli::reconcile::run(args),
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Run(args) => cli::run::run(*args),
+        Command::Dns(args) => cli::dns::run(args),
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,6 @@
 //! The commands behind `sliced`'s subcommands.
 
+pub mod dns;
 pub mod reconcile;
 mod render;
 pub mod replay;

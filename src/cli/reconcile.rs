@@ -53,7 +53,7 @@ pub struct ReconcileArgs {
 }
 
 /// Reads every file; a malformed input ends the command with status 2.
-fn load(files: &[String]) -> Result<Manifest, String> {
+pub(super) fn load(files: &[String]) -> Result<Manifest, String> {
     let mut all = Manifest::default();
     for file in files {
         let loaded = if file == "-" {

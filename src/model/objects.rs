@@ -121,6 +121,10 @@ pub struct Service {
     /// What the service controller reads; `None` for a Service that is not of type LoadBalancer
     /// and holds neither its finalizer nor an ingress.
     pub load_balancer: Option<Box<ServiceLoadBalancer>>,
+    /// `spec.clusterIPs[1]`, the other family's address of a dual-stack Service (DNS's AAAA or A).
+    pub secondary_cluster_ip: Option<IpAddr>,
+    /// `spec.externalName` of an ExternalName Service (DNS's CNAME).
+    pub external_name: Option<Name>,
 }
 
 impl Service {

@@ -33,6 +33,7 @@
 //! manifests in `deploy/`).
 
 mod deploy_manifests;
+mod dns;
 mod generate;
 mod load_balancers;
 mod manifest;

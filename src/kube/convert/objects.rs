@@ -50,10 +50,13 @@ pub fn service_from_k8s(svc: &core::Service) -> Result<Service, ConvertError> {
 
     let cluster_ips = spec.cluster_ips.as_deref().unwrap_or_default();
     let mut first_of_cluster_ips = ClusterIp::Unset;
+    let mut secondary_cluster_ip = None;
     for (i, s) in cluster_ips.iter().enumerate() {
         let parsed = cluster_ip(s, || format!("spec.clusterIPs[{i}]"))?;
-        if i == 0 {
-            first_of_cluster_ips = parsed;
+        match (i, parsed) {
+            (0, parsed) => first_of_cluster_ips = parsed,
+            (1, ClusterIp::Ip(ip)) => secondary_cluster_ip = Some(ip),
+            _ => {}
         }
     }
     // The API server fills clusterIP from clusterIPs[0] when only the list is given.
@@ -100,6 +103,11 @@ pub fn service_from_k8s(svc: &core::Service) -> Result<Service, ConvertError> {
         publish_not_ready_addresses: spec.publish_not_ready_addresses.unwrap_or(false),
         traffic_distribution: non_empty_intern(&spec.traffic_distribution),
         load_balancer: service_load_balancer(svc, spec, service_type)?.map(Box::new),
+        secondary_cluster_ip,
+        // Not interned: one Service's own, rarely repeated.
+        external_name: (spec.external_name.as_deref())
+            .filter(|n| service_type == ServiceType::ExternalName && !n.is_empty())
+            .map(Name::new),
     })
 }
 
