@@ -132,7 +132,10 @@ fn malformed_input_and_unknown_targets_exit_2_naming_them() {
     let out = dns(&["-f", bad.to_str().expect("path")]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("bad.yaml") && stderr.contains("spec.type"), "{stderr}");
+    assert!(
+        stderr.contains("bad.yaml") && stderr.contains("spec.type"),
+        "{stderr}"
+    );
 
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/dns/008-explain-sidecar-not-ready.yaml");
@@ -149,9 +152,17 @@ fn malformed_input_and_unknown_targets_exit_2_naming_them() {
 fn explain_text_names_the_sidecar_that_is_not_ready() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/dns/008-explain-sidecar-not-ready.yaml");
-    let out = dns(&["-f", fixture.to_str().expect("path"), "--explain", "default/web-1"]);
+    let out = dns(&[
+        "-f",
+        fixture.to_str().expect("path"),
+        "--explain",
+        "default/web-1",
+    ]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("not ready: istio-proxy"), "{text}");
-    assert!(text.contains("spec.publishNotReadyAddresses false"), "{text}");
+    assert!(
+        text.contains("spec.publishNotReadyAddresses false"),
+        "{text}"
+    );
 }
