@@ -175,10 +175,6 @@ pub fn run(args: DnsArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn record_json(r: &Record) -> Value {
-    json!({"name": r.name, "type": r.record_type.as_str(), "ttl": r.ttl, "data": r.data})
-}
-
 fn record_line(r: &Record) -> String {
     format!(
         "{} {} IN {} {}",
@@ -189,13 +185,6 @@ fn record_line(r: &Record) -> String {
     )
 }
 
-fn missing_json(m: &Missing) -> Value {
-    let reasons: Vec<Value> = (m.reasons.iter())
-        .map(|r| json!({"field": r.field, "message": r.message}))
-        .collect();
-    json!({"service": m.service, "pod": m.pod, "reasons": reasons})
-}
-
 fn print(
     out: &mut impl Write,
     format: Format,
@@ -204,10 +193,7 @@ fn print(
 ) -> anyhow::Result<()> {
     match format {
         Format::Json => {
-            let value = json!({
-                "records": records.iter().map(record_json).collect::<Vec<_>>(),
-                "missing": missing.iter().map(missing_json).collect::<Vec<_>>(),
-            });
+            let value = json!({"records": records, "missing": missing});
             serde_json::to_writer_pretty(&mut *out, &value)?;
             writeln!(out)?;
         }
@@ -227,15 +213,7 @@ fn print(
 }
 
 fn explanation_json(out: &mut impl Write, e: &Explanation) -> anyhow::Result<()> {
-    let reasons: Vec<Value> = (e.reasons.iter())
-        .map(|r| json!({"field": r.field, "message": r.message}))
-        .collect();
-    let value = json!({
-        "pod": e.pod,
-        "names": e.names.iter().map(record_json).collect::<Vec<_>>(),
-        "reasons": reasons,
-    });
-    serde_json::to_writer_pretty(&mut *out, &value)?;
+    serde_json::to_writer_pretty(&mut *out, e)?;
     writeln!(out)?;
     Ok(())
 }

@@ -3,6 +3,8 @@
 
 use std::net::IpAddr;
 
+use serde::Serialize;
+
 use super::{DnsView, Record, RecordType, sorted, terminal};
 use crate::model::{IpFamily, Pod, Service, ServiceType};
 
@@ -20,7 +22,7 @@ pub struct ContainerReadiness {
 }
 
 /// One reason: the field that causes it, and a sentence.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Reason {
     pub field: &'static str,
     pub message: String,
@@ -33,7 +35,7 @@ impl Reason {
 }
 
 /// What `--explain` says of one pod: the names it has, and why it has no more.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Explanation {
     /// `namespace/name`.
     pub pod: String,
@@ -44,7 +46,7 @@ pub struct Explanation {
 }
 
 /// A pod a Service selects that is no ready address of it: it has no name under the Service.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Missing {
     pub service: String,
     pub pod: String,

@@ -14,8 +14,10 @@ mod records;
 use std::collections::{HashMap, HashSet};
 use std::net::IpAddr;
 
+use serde::Serialize;
+
 pub use explain::{ContainerReadiness, Explanation, Missing, Reason};
-pub use names::{canonical, dashed, reverse_name, undashed, unreversed};
+pub use names::{QueryScope, canonical, dashed, reverse_name, scope, undashed, unreversed};
 
 use crate::model::{EndpointSlice, Name, Pod, PodPhase, Service};
 
@@ -56,7 +58,8 @@ impl Default for DnsOptions {
 }
 
 /// A record type; declared in the order records of one name are listed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum RecordType {
     A,
     Aaaa,
@@ -85,9 +88,10 @@ impl RecordType {
 }
 
 /// One resource record, as `dig` prints it: a fully qualified name, type, TTL and data.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub struct Record {
     pub name: String,
+    #[serde(rename = "type")]
     pub record_type: RecordType,
     pub ttl: u32,
     pub data: String,

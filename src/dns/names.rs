@@ -75,6 +75,42 @@ pub fn unreversed(name: &str) -> Option<IpAddr> {
     Some(IpAddr::from(octets))
 }
 
+/// What a query name is about, and so which objects answer it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryScope<'n> {
+    /// `[<endpoint>.|_<port>._<proto>.]<service>.<namespace>.svc.<zone>.`
+    Service {
+        namespace: &'n str,
+        service: &'n str,
+    },
+    /// `<dashed address>.<namespace>.pod.<zone>.`
+    Pod { namespace: &'n str, label: &'n str },
+    /// `....in-addr.arpa.` or `....ip6.arpa.`
+    Reverse(IpAddr),
+    /// Nothing CoreDNS's `kubernetes` plugin answers.
+    Outside,
+}
+
+/// The scope of `name` (canonical: lowercased, with its trailing dot) in `zone`.
+pub fn scope<'n>(name: &'n str, zone: &str) -> QueryScope<'n> {
+    if let Some(ip) = unreversed(name) {
+        return QueryScope::Reverse(ip);
+    }
+    let Some(rest) = name
+        .strip_suffix('.')
+        .and_then(|n| n.strip_suffix(zone))
+        .and_then(|n| n.strip_suffix('.'))
+    else {
+        return QueryScope::Outside;
+    };
+    let labels: Vec<&str> = rest.split('.').collect();
+    match labels.as_slice() {
+        [.., service, namespace, "svc"] => QueryScope::Service { namespace, service },
+        [label, namespace, "pod"] => QueryScope::Pod { namespace, label },
+        _ => QueryScope::Outside,
+    }
+}
+
 /// `name` lowercased and fully qualified, as a query is compared.
 pub fn canonical(name: &str) -> String {
     let mut name = name.trim().to_ascii_lowercase();
@@ -102,6 +138,45 @@ mod tests {
             assert_eq!(undashed(&dashed(ip(text))), Some(ip(text)), "{text}");
         }
         assert_eq!(undashed("not-an-address"), None);
+    }
+
+    #[test]
+    fn query_names_are_scoped() {
+        let zone = "cluster.local";
+        assert_eq!(
+            scope("_http._tcp.web.shop.svc.cluster.local.", zone),
+            QueryScope::Service {
+                namespace: "shop",
+                service: "web"
+            }
+        );
+        assert_eq!(
+            scope("web-0.web.shop.svc.cluster.local.", zone),
+            QueryScope::Service {
+                namespace: "shop",
+                service: "web"
+            }
+        );
+        assert_eq!(
+            scope("10-1-2-3.shop.pod.cluster.local.", zone),
+            QueryScope::Pod {
+                namespace: "shop",
+                label: "10-1-2-3"
+            }
+        );
+        assert_eq!(
+            scope("3.2.1.10.in-addr.arpa.", zone),
+            QueryScope::Reverse(ip("10.1.2.3"))
+        );
+        for outside in [
+            "example.com.",
+            "svc.cluster.local.",
+            "shop.svc.cluster.local.",
+            "web.shop.svc.cluster.localx.",
+            "web.shop.svc.xcluster.local.",
+        ] {
+            assert_eq!(scope(outside, zone), QueryScope::Outside, "{outside}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 
-use super::names::{canonical, dashed, reverse_name, undashed, unreversed};
+use super::names::{QueryScope, canonical, dashed, reverse_name, scope, undashed};
 use super::{DnsView, PodRecords, Record, RecordType, in_pod_cache, sorted, terminal};
 use crate::model::{Address, ClusterIp, EndpointSlice, Pod, Protocol, Service, ServiceType};
 
@@ -194,27 +194,25 @@ impl<'a> DnsView<'a> {
     /// The records of one name, as a query of every type would find them.
     pub fn query(&self, name: &str) -> Vec<Record> {
         let name = canonical(name);
-        let zone = format!(".{}.", self.options.zone);
         let mut out = Vec::new();
-        if let Some(ip) = unreversed(&name) {
-            for (_, targets) in self.reverse_targets(Some(ip)) {
-                for target in targets {
-                    out.push(self.record(name.clone(), RecordType::Ptr, target));
-                }
-            }
-        } else if let Some(rest) = name.strip_suffix(&zone) {
-            let labels: Vec<&str> = rest.split('.').collect();
-            match labels.as_slice() {
-                [.., namespace, "svc"] if labels.len() >= 3 => {
-                    let service = labels[labels.len() - 3];
-                    if let Some(service) = self.service(namespace, service) {
-                        self.service_records(service, &mut out);
+        match scope(&name, &self.options.zone) {
+            QueryScope::Reverse(ip) => {
+                for (_, targets) in self.reverse_targets(Some(ip)) {
+                    for target in targets {
+                        out.push(self.record(name.clone(), RecordType::Ptr, target));
                     }
                 }
-                [label, namespace, "pod"] => self.pod_query(&name, label, namespace, &mut out),
-                _ => {}
             }
-            out.retain(|r| r.name == name);
+            QueryScope::Service { namespace, service } => {
+                if let Some(service) = self.service(namespace, service) {
+                    self.service_records(service, &mut out);
+                }
+                out.retain(|r| r.name == name);
+            }
+            QueryScope::Pod { namespace, label } => {
+                self.pod_query(&name, label, namespace, &mut out);
+            }
+            QueryScope::Outside => {}
         }
         sorted(out)
     }

@@ -2,6 +2,7 @@
 //! to the queue. One engine serves `simulate`, the replay of traces and (later) `run`.
 
 mod controller;
+mod dns;
 mod endpoints;
 mod incremental;
 mod invariant;

@@ -363,6 +363,14 @@ impl Pods<'_> {
         self.0.reset(pods.into_iter().map(Into::into))
     }
 
+    /// The pods of `namespace`, in no particular order.
+    pub fn in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        match self.0.namespaces.get(namespace) {
+            Some(ns) => ns.pods().cloned().collect(),
+            None => Vec::new(),
+        }
+    }
+
     /// Every pod's namespace and name: what a relist compares with the listed pods.
     pub fn keys(&self) -> Vec<(Name, Name)> {
         self.0

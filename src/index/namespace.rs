@@ -42,6 +42,10 @@ impl Namespace {
         self.pods.get(name)
     }
 
+    pub(crate) fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
+        self.pods.values()
+    }
+
     pub(crate) fn pod_names(&self) -> Vec<Name> {
         self.pods.keys().cloned().collect()
     }

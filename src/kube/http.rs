@@ -1,5 +1,5 @@
-//! The HTTP server of `sliced run`: `/metrics` for Prometheus, `/healthz` for the liveness probe
-//! and `/readyz` for the readiness probe. HTTP/1.1 only, one task per connection; on shutdown it
+//! The HTTP server of `sliced run`: `/metrics` for Prometheus, `/healthz` for the liveness probe,
+//! `/readyz` for the readiness probe, and read-only `/debug/...` answers (the DNS view). HTTP/1.1 only, one task per connection; on shutdown it
 //! stops accepting, lets requests in flight finish, and closes idle connections.
 
 use std::convert::Infallible;
@@ -32,6 +32,11 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(5);
 
 const TEXT: &str = "text/plain; charset=utf-8";
+const JSON: &str = "application/json";
+
+/// Answers a `/debug/...` path with its query string: a status and a JSON body, or `None` for a
+/// path it does not know.
+pub type DebugHandler = Box<dyn Fn(&str, &str) -> Option<(StatusCode, String)> + Send + Sync>;
 
 /// What the handlers read: the metrics, and the health the adapter reports.
 pub struct HttpState {
@@ -40,6 +45,7 @@ pub struct HttpState {
     refresh: Box<dyn Fn() + Send + Sync>,
     engine_alive: AtomicBool,
     caches_synced: AtomicBool,
+    debug: Option<DebugHandler>,
 }
 
 impl std::fmt::Debug for HttpState {
@@ -60,7 +66,14 @@ impl HttpState {
             refresh: Box::new(refresh),
             engine_alive: AtomicBool::new(true),
             caches_synced: AtomicBool::new(false),
+            debug: None,
         }
+    }
+
+    /// Serves `/debug/...` with `handler`.
+    pub fn with_debug(mut self, handler: DebugHandler) -> Self {
+        self.debug = Some(handler);
+        self
     }
 
     pub fn metrics(&self) -> &Arc<Metrics> {
@@ -160,7 +173,8 @@ async fn connection(
 
 fn respond<B>(state: &HttpState, req: &Request<B>) -> Response<Full<Bytes>> {
     let path = req.uri().path();
-    if !matches!(path, "/metrics" | "/healthz" | "/readyz") {
+    let debug = (state.debug.as_ref()).filter(|_| path.starts_with("/debug/"));
+    if !matches!(path, "/metrics" | "/healthz" | "/readyz") && debug.is_none() {
         return text(StatusCode::NOT_FOUND, "not found\n");
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
@@ -168,6 +182,18 @@ fn respond<B>(state: &HttpState, req: &Request<B>) -> Response<Full<Bytes>> {
         r.headers_mut()
             .insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
         return r;
+    }
+    if let Some(handler) = debug {
+        return match handler(path, req.uri().query().unwrap_or("")) {
+            Some((status, body)) => {
+                let mut r = Response::new(Full::new(Bytes::from(body)));
+                *r.status_mut() = status;
+                r.headers_mut()
+                    .insert(CONTENT_TYPE, HeaderValue::from_static(JSON));
+                r
+            }
+            None => text(StatusCode::NOT_FOUND, "not found\n"),
+        };
     }
     match path {
         "/metrics" => scrape(state),

@@ -2,6 +2,7 @@
 
 pub mod api_sink;
 pub mod convert;
+pub mod debug_dns;
 pub mod http;
 pub mod launch;
 pub mod lease;

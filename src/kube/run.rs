@@ -118,9 +118,11 @@ impl RunState {
         let health = {
             let (metrics, engine) = (Arc::clone(&metrics), Arc::clone(&engine));
             // The HTTP handler reads the resident set itself before each scrape.
-            Arc::new(HttpState::new(Arc::clone(&metrics), move || {
-                metrics.refresh(&engine)
-            }))
+            let debug = super::debug_dns::handler(Arc::clone(&engine));
+            Arc::new(
+                HttpState::new(Arc::clone(&metrics), move || metrics.refresh(&engine))
+                    .with_debug(debug),
+            )
         };
         RunState {
             engine,

@@ -2,6 +2,7 @@
 //! and Endpoints in the fake equal what `sliced reconcile` computes from the same objects.
 
 mod deletes;
+mod dns;
 mod hostile;
 mod load_balancers;
 mod parallel_writes;
