@@ -1,6 +1,7 @@
 //! Why a pod has no DNS name, or fewer than expected: each reason a sentence naming the field
 //! that causes it, in the order a reader should fix them.
 
+use std::collections::HashSet;
 use std::net::IpAddr;
 
 use serde::Serialize;
@@ -80,12 +81,26 @@ impl<'a> DnsView<'a> {
             .collect()
     }
 
-    /// Whether the slices of `service` hold `ip` as a ready address.
-    fn holds_ready(&self, service: &Service, ip: IpAddr) -> bool {
-        (self
+    /// What the reasons read of one Service, gathered once: its ready addresses and how many
+    /// pods it selects.
+    fn facts(&self, service: &Service) -> ServiceFacts {
+        let ready = (self
             .slices_of(&service.meta.namespace, &service.meta.name)
             .iter())
-        .any(|slice| Self::ready_addresses(slice).iter().any(|a| a.ip == ip))
+        .flat_map(|slice| Self::ready_addresses(slice))
+        .map(|a| a.ip)
+        .collect();
+        let members = (self.pods_of(&service.meta.namespace))
+            .filter(|p| selects(service, p))
+            .count();
+        ServiceFacts { ready, members }
+    }
+
+    /// The pods of `namespace`.
+    fn pods_of(&self, namespace: &str) -> impl Iterator<Item = &'a Pod> + '_ {
+        (self.pod_index.get(namespace).into_iter())
+            .flat_map(|m| m.values())
+            .map(|i| self.pods[*i])
     }
 
     /// Every reason `pod` has no name, or fewer than expected; `containers` names the containers
@@ -95,7 +110,7 @@ impl<'a> DnsView<'a> {
         let mut reasons = self.pod_reasons(pod, &selecting, containers);
         reasons.extend(self.naming_reasons(pod, &selecting));
         for service in &selecting {
-            reasons.extend(self.service_reasons(pod, service));
+            reasons.extend(self.service_reasons(pod, service, &self.facts(service)));
         }
         let ips = pod.ips();
         let mut names = Vec::new();
@@ -145,12 +160,16 @@ impl<'a> DnsView<'a> {
         if service.service_type == ServiceType::ExternalName || service.selector.is_none() {
             return Vec::new();
         }
-        (self.pods.iter())
+        let facts = self.facts(service);
+        let mut pods: Vec<&Pod> = (self.pods_of(&service.meta.namespace))
             .filter(|p| selects(service, p))
-            .filter(|p| !p.ips().iter().any(|ip| self.holds_ready(service, *ip)))
+            .filter(|p| !p.ips().iter().any(|ip| facts.ready.contains(ip)))
+            .collect();
+        pods.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
+        (pods.into_iter())
             .map(|pod| {
                 let mut reasons = self.pod_reasons(pod, &[service], None);
-                reasons.extend(self.service_reasons(pod, service));
+                reasons.extend(self.service_reasons(pod, service, &facts));
                 Missing {
                     service: service.meta.key(),
                     pod: pod.meta.key(),
@@ -290,7 +309,7 @@ impl<'a> DnsView<'a> {
 
     /// Reasons that belong to one selecting Service: the pod's families, endpoints not yet
     /// written, the Endpoints cap.
-    fn service_reasons(&self, pod: &Pod, service: &Service) -> Vec<Reason> {
+    fn service_reasons(&self, pod: &Pod, service: &Service, facts: &ServiceFacts) -> Vec<Reason> {
         let mut reasons = Vec::new();
         let ips = pod.ips();
         if ips.is_empty() || terminal(pod) {
@@ -327,7 +346,7 @@ impl<'a> DnsView<'a> {
         }
         let publishable = service.publish_not_ready_addresses
             || (pod.ready && pod.meta.deletion_timestamp().is_none());
-        if publishable && !served.iter().any(|ip| self.holds_ready(service, *ip)) {
+        if publishable && !served.iter().any(|ip| facts.ready.contains(ip)) {
             reasons.push(Reason::new(
                 "endpoints",
                 format!(
@@ -337,7 +356,7 @@ impl<'a> DnsView<'a> {
                 ),
             ));
         }
-        let members = (self.pods.iter()).filter(|p| selects(service, p)).count();
+        let members = facts.members;
         if members > ENDPOINTS_CAP {
             reasons.push(Reason::new(
                 "subsets",
@@ -351,6 +370,14 @@ impl<'a> DnsView<'a> {
         }
         reasons
     }
+}
+
+/// What the reasons read of one Service.
+struct ServiceFacts {
+    /// The ready addresses of its slices.
+    ready: HashSet<IpAddr>,
+    /// The pods it selects.
+    members: usize,
 }
 
 /// Which label of the Service's selector the pod's labels lack or differ in.

@@ -77,7 +77,8 @@ impl<'a> DnsView<'a> {
             if let Some(target) = &service.external_name
                 && target.parse::<IpAddr>().is_err()
             {
-                out.push(self.record(base, RecordType::Cname, canonical(target)));
+                let target = format!("{}.", target.trim_end_matches('.'));
+                out.push(self.record(base, RecordType::Cname, target));
             }
             return;
         }
