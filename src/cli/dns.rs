@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
 use sliced::dns::{
-    ContainerReadiness, DnsOptions, DnsView, Explanation, Missing, PodRecords, Record,
+    ContainerReadiness, DnsOptions, DnsView, Explanation, Missing, PodRecords, QueryScope, Record,
 };
 use sliced::model::{EndpointSlice, Node, Pod, Service};
 use sliced::reconcile::{Options, mirroring};
@@ -166,7 +166,15 @@ pub fn run(args: DnsArgs) -> anyhow::Result<ExitCode> {
         }
     } else if let Some(name) = &args.name {
         let records = view.query(name);
-        let missing: Vec<Missing> = Vec::new();
+        // A name under a Service: the pods it selects that have no name under it.
+        let canonical = sliced::dns::canonical(name);
+        let missing: Vec<Missing> = match sliced::dns::scope(&canonical, &view.options().zone) {
+            QueryScope::Service { namespace, service } => (objects.services.iter())
+                .find(|s| s.meta.namespace.as_str() == namespace && s.meta.name.as_str() == service)
+                .map(|s| view.missing(s))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
         print(&mut out, args.output, &records, &missing)?;
     } else {
         print(&mut out, args.output, &view.records(), &view.missing_all())?;
