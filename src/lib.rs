@@ -22,6 +22,7 @@ pub mod sim;
 pub mod sink;
 pub mod snapshot;
 pub mod tracker;
+pub mod tune;
 mod yaml;
 
 #[cfg(test)]

@@ -29,6 +29,9 @@ enum Command {
     /// The DNS records CoreDNS serves for a cluster's Services and Pods, one name's, or why a
     /// pod has none (`--explain`).
     Dns(cli::dns::DnsArgs),
+    /// Replay a trace for every combination of batch period, slice size and workers, and
+    /// recommend one.
+    Tune(cli::tune::TuneArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -44,6 +47,7 @@ fn main() -> std::process::ExitCode {
         Command::Simulate(args) => cli::simulate::run(args),
         Command::Run(args) => cli::run::run(*args),
         Command::Dns(args) => cli::dns::run(args),
+        Command::Tune(args) => cli::tune::run(args),
     };
     match result {
         Ok(code) => code,

@@ -6,6 +6,7 @@ mod render;
 pub mod replay;
 pub mod run;
 pub mod simulate;
+pub mod tune;
 
 /// `--prefer-same-traffic-distribution` and its negation, shared by every command that reconciles.
 #[derive(clap::Args, Clone, Copy, Debug)]

@@ -8,3 +8,4 @@ mod load_balancers;
 mod reconcile;
 mod replay;
 mod sim;
+mod tune;

@@ -1,0 +1,101 @@
+//! `sliced tune`: the sweep over a small generated cluster's rolling update, its JSON, the
+//! recommendation under each bound, and bad lists refused with status 2.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn sliced(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sliced"))
+        .arg("tune")
+        .args(["--pods", "2000", "--services", "20", "--steps", "3000"])
+        .args(args)
+        .output()
+        .expect("run sliced")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = sliced(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+#[test]
+fn a_longer_batch_period_trades_writes_for_latency() {
+    let out = json(&["--batch-period", "0s,2s", "-o", "json"]);
+    let rows = out["settings"].as_array().expect("settings");
+    assert_eq!(rows.len(), 2);
+    let (now, batched) = (&rows[0], &rows[1]);
+    assert_eq!(batched["batchPeriod"], "2s");
+    assert!(f(&now["writes"]) > 0.0, "{now}");
+    assert!(
+        f(&batched["writes"]) * 2.0 < f(&now["writes"]),
+        "batching halves the writes at least: {now} {batched}"
+    );
+    assert!(
+        f(&batched["latencyMs"]["p50"]) > f(&now["latencyMs"]["p50"]),
+        "{now} {batched}"
+    );
+    // A change waits for its batch: never more than the period beyond an unbatched sync, at
+    // the median.
+    assert!(f(&batched["latencyMs"]["p50"]) <= 2000.0 + f(&now["latencyMs"]["p99"]));
+    assert!(f(&now["podChangesCarried"]) > 0.0);
+    for row in rows {
+        assert!(f(&row["peakWritesPerSecond"]) >= f(&row["meanWritesPerSecond"]));
+        assert!(f(&row["latencyMs"]["max"]) >= f(&row["latencyMs"]["p99"]));
+        assert!(f(&row["bytes"]) > f(&row["writes"]) * 100.0, "{row}");
+    }
+    // Without a bound, the fewest writes; with a tight latency bound, the unbatched setting.
+    assert_eq!(out["recommended"], 1);
+    let bounded = json(&[
+        "--batch-period",
+        "0s,2s",
+        "-o",
+        "json",
+        "--p99-latency",
+        "1s",
+    ]);
+    assert_eq!(bounded["recommended"], 0, "{bounded}");
+}
+
+#[test]
+fn the_table_marks_the_recommendation() {
+    let out = sliced(&["--batch-period", "0s,1s"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().next().is_some_and(|l| l.contains("p99")),
+        "{text}"
+    );
+    assert!(text.contains("recommended (*): batch 1s"), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with('*')).count(),
+        1,
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_lists_exit_2_naming_the_flag() {
+    for (flag, value) in [
+        ("--batch-period", "soon"),
+        ("--max-endpoints-per-slice", "0"),
+        ("--workers", ""),
+    ] {
+        let out = sliced(&[flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(flag),
+            "{flag}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
