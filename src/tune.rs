@@ -1,15 +1,15 @@
 //! The sweep behind `sliced tune`: one trace replayed through the real engine in virtual time for
 //! each setting, and what each cost the API server and the traffic waiting on it.
 //!
-//! Propagation latency is measured per pod change: from the change's time to the next write of a
-//! slice of a Service that selects the pod. A change no write carries (a pod edit no controller
-//! reads) is counted at the next write of that Service, so the figures are an upper bound.
+//! Propagation latency is measured per pod change: from the change's time to the end of the next
+//! successful sync of each Service that selects the pod, the sync that writes the change, or finds
+//! nothing to write (a flap that settled back within the batch period).
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::change::{Change, Step};
-use crate::engine::EngineOptions;
+use crate::engine::{EngineOptions, SyncOutcome, SyncRecord};
 use crate::model::{EndpointSlice, Labels, Name};
 use crate::replay::{ReplayOptions, replay};
 use crate::sink::{Object, Verb};
@@ -34,7 +34,7 @@ pub struct Outcome {
     pub latency_p50: Duration,
     pub latency_p99: Duration,
     pub latency_max: Duration,
-    /// Pod changes a write carried (the latency sample).
+    /// Pod changes a sync carried (the latency sample).
     pub carried: usize,
     pub syncs: u64,
     /// Endpoints written again, unchanged, inside a slice rewritten for another's sake.
@@ -133,20 +133,15 @@ pub fn measure(
     };
     let result = replay(steps, &options);
 
-    // Pod changes waiting for a write, by Service.
+    // Pod changes waiting for their Service's next sync, by Service.
     let mut membership = Membership::default();
     let mut waiting: HashMap<(Name, Name), Vec<Duration>> = HashMap::new();
     let mut changes = steps.iter().peekable();
     let mut latencies = Vec::new();
-    let mut last_written: HashMap<(Name, Name), std::sync::Arc<EndpointSlice>> = HashMap::new();
-    let mut per_second: HashMap<u64, usize> = HashMap::new();
-    let mut out = Outcome {
-        syncs: result.stats.syncs,
-        ..Outcome::default()
-    };
-    let mut last_at = trace_start;
-    for write in &result.writes {
-        while let Some(step) = changes.next_if(|s| s.at <= write.at) {
+    let mut syncs: Vec<&SyncRecord> = result.syncs.iter().collect();
+    syncs.sort_by_key(|r| r.at);
+    for sync in syncs {
+        while let Some(step) = changes.next_if(|s| s.at <= sync.at) {
             let Some(change) = step.as_change() else {
                 continue;
             };
@@ -156,6 +151,23 @@ pub fn measure(
                 }
             }
         }
+        if sync.outcome != SyncOutcome::Success {
+            continue;
+        }
+        let key = (sync.service.namespace.clone(), sync.service.name.clone());
+        for at in waiting.remove(&key).unwrap_or_default() {
+            latencies.push(sync.at.saturating_sub(at));
+        }
+    }
+
+    let mut last_written: HashMap<(Name, Name), std::sync::Arc<EndpointSlice>> = HashMap::new();
+    let mut per_second: HashMap<u64, usize> = HashMap::new();
+    let mut out = Outcome {
+        syncs: result.stats.syncs,
+        ..Outcome::default()
+    };
+    let mut last_at = trace_start;
+    for write in &result.writes {
         let Object::EndpointSlice(slice) = &write.object else {
             continue;
         };
@@ -175,12 +187,6 @@ pub fn measure(
             && let Some(previous) = &previous
         {
             out.needless_endpoints += unchanged_endpoints(previous, slice);
-        }
-        if let Some(service) = slice.service_name() {
-            let key = (slice.meta.namespace.clone(), service.clone());
-            for at in waiting.remove(&key).unwrap_or_default() {
-                latencies.push(write.at.saturating_sub(at));
-            }
         }
     }
     latencies.sort_unstable();

@@ -7,6 +7,7 @@ pub mod replay;
 pub mod run;
 pub mod simulate;
 pub mod tune;
+mod tune_plot;
 
 /// `--prefer-same-traffic-distribution` and its negation, shared by every command that reconciles.
 #[derive(clap::Args, Clone, Copy, Debug)]

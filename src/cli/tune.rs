@@ -56,6 +56,9 @@ pub struct TuneArgs {
     /// Output format: text or json.
     #[arg(short = 'o', long = "output", default_value = "text")]
     output: String,
+    /// Also draw writes per second against p99 latency, each setting labelled, into this SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<String>,
 }
 
 fn list<T>(flag: &str, text: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Vec<T>, String> {
@@ -126,6 +129,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: -o {:?}: want text or json", args.output);
         return Ok(ExitCode::from(2));
     }
+    if let Some(path) = args.plot.as_deref().filter(|p| !p.ends_with(".svg")) {
+        eprintln!("error: --plot {path}: only SVG is drawn (give a .svg file)");
+        return Ok(ExitCode::from(2));
+    }
     let (settings, (steps, trace_start)) =
         match settings(&args).and_then(|s| Ok((s, steps(&args)?))) {
             Ok(both) => both,
@@ -165,6 +172,12 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         bar.finish_and_clear();
     }
     let chosen = recommend(&outcomes, args.max_write_qps, args.p99_latency);
+    if let Some(path) = &args.plot
+        && let Err(message) = super::tune_plot::plot(path, &settings, &outcomes, chosen, label)
+    {
+        eprintln!("error: {message}");
+        return Ok(ExitCode::from(2));
+    }
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     if args.output == "json" {
         let rows: Vec<Value> = (settings.iter().zip(&outcomes))

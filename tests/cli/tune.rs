@@ -99,3 +99,38 @@ fn bad_lists_exit_2_naming_the_flag() {
         );
     }
 }
+
+#[test]
+fn the_plot_labels_every_setting_and_the_recommendation() {
+    let dir = std::env::temp_dir().join(format!("sliced-tune-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let svg = dir.join("tune.svg");
+    let out = sliced(&[
+        "--batch-period",
+        "0s,1s",
+        "--plot",
+        svg.to_str().expect("path"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).expect("the plot is written");
+    assert!(text.starts_with("<svg"), "{text}");
+    assert!(text.contains("batch 0s, 100/slice, 2 workers"), "{text}");
+    assert!(
+        text.contains("batch 1s, 100/slice, 2 workers (recommended)"),
+        "{text}"
+    );
+    assert!(text.contains("p99 latency"), "{text}");
+    let png = dir.join("tune.png");
+    let out = sliced(&[
+        "--batch-period",
+        "0s",
+        "--plot",
+        png.to_str().expect("path"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("SVG"));
+}
