@@ -9,10 +9,8 @@ use std::sync::Arc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use sliced::dns::{DnsOptions, DnsView};
 use sliced::model::EndpointSlice;
-use sliced::reconcile::{Options, mirroring};
 use sliced::sim::{self, ClusterSpec};
-use sliced::sink::Object;
-use sliced::snapshot::{Controllers, reconcile_snapshot_owned};
+use sliced::snapshot::reconciled_slices;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -21,20 +19,7 @@ fn bench(c: &mut Criterion) {
     let cluster = sim::generate(&ClusterSpec::default());
     let snapshot = cluster.snapshot;
     let (services, pods) = (snapshot.services.clone(), snapshot.pods.clone());
-    let result = reconcile_snapshot_owned(
-        snapshot,
-        &Options::default(),
-        &mirroring::Options::default(),
-        Controllers::ENDPOINTSLICE,
-        0,
-        Default::default(),
-    );
-    let slices: Vec<Arc<EndpointSlice>> = (result.objects.into_iter())
-        .filter_map(|o| match o {
-            Object::EndpointSlice(s) => Some(s),
-            Object::Endpoints(_) => None,
-        })
-        .collect();
+    let slices: Vec<Arc<EndpointSlice>> = reconciled_slices(snapshot);
     let view = || {
         DnsView::new(
             &services,

@@ -242,6 +242,25 @@ pub fn reconcile_snapshot_keeping_engine(
     (result, engine)
 }
 
+/// The EndpointSlices kube-controller-manager's EndpointSlice controller, with its default flags,
+/// leaves after one sync of `snapshot`: those it writes and those it leaves alone.
+pub fn reconciled_slices(snapshot: Snapshot) -> Vec<Arc<EndpointSlice>> {
+    let result = reconcile_snapshot_owned(
+        snapshot,
+        &Options::default(),
+        &mirroring::Options::default(),
+        Controllers::ENDPOINTSLICE,
+        0,
+        LoadBalancerOptions::default(),
+    );
+    (result.objects.into_iter())
+        .filter_map(|o| match o {
+            Object::EndpointSlice(slice) => Some(slice),
+            Object::Endpoints(_) => None,
+        })
+        .collect()
+}
+
 impl Snapshot {
     /// Its Namespaces, Nodes, Services and Pods delivered to `engine`, as its informers' first lists deliver
     /// them. Its EndpointSlices and Endpoints are not: those the engine reads are the API

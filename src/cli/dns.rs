@@ -13,9 +13,7 @@ use sliced::dns::{
     ContainerReadiness, DnsOptions, DnsView, Explanation, Missing, PodRecords, QueryScope, Record,
 };
 use sliced::model::{EndpointSlice, Node, Pod, Service};
-use sliced::reconcile::{Options, mirroring};
-use sliced::sink::Object;
-use sliced::snapshot::{Controllers, reconcile_snapshot_owned};
+use sliced::snapshot::reconciled_slices;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Format {
@@ -66,16 +64,10 @@ struct Objects {
 }
 
 pub fn run(args: DnsArgs) -> anyhow::Result<ExitCode> {
-    let mut manifest = match super::reconcile::load(&args.files) {
+    let mut manifest = match super::reconcile::load_telling(&args.files) {
         Ok(m) => m,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return Ok(ExitCode::from(2));
-        }
+        Err(code) => return Ok(code),
     };
-    for warning in &manifest.warnings {
-        eprintln!("warning: {warning}");
-    }
     let mut snapshot = std::mem::take(&mut manifest.objects);
     let services = snapshot.services.clone();
     let pods = snapshot.pods.clone();
@@ -97,20 +89,7 @@ pub fn run(args: DnsArgs) -> anyhow::Result<ExitCode> {
                 })
                 .collect();
         }
-        let result = reconcile_snapshot_owned(
-            snapshot,
-            &Options::default(),
-            &mirroring::Options::default(),
-            Controllers::ENDPOINTSLICE,
-            0,
-            Default::default(),
-        );
-        (result.objects.into_iter())
-            .filter_map(|o| match o {
-                Object::EndpointSlice(slice) => Some(slice),
-                Object::Endpoints(_) => None,
-            })
-            .collect()
+        reconciled_slices(snapshot)
     };
     let objects = Objects {
         services,

@@ -53,7 +53,7 @@ pub struct ReconcileArgs {
 }
 
 /// Reads every file; a malformed input ends the command with status 2.
-pub(super) fn load(files: &[String]) -> Result<Manifest, String> {
+fn load(files: &[String]) -> Result<Manifest, String> {
     let mut all = Manifest::default();
     for file in files {
         let loaded = if file == "-" {
@@ -64,6 +64,18 @@ pub(super) fn load(files: &[String]) -> Result<Manifest, String> {
         all.merge(loaded.map_err(|e| e.to_string())?);
     }
     Ok(all)
+}
+
+/// [`load`], its warnings and error printed: the error as the exit status 2.
+pub(super) fn load_telling(files: &[String]) -> Result<Manifest, ExitCode> {
+    let manifest = load(files).map_err(|message| {
+        eprintln!("error: {message}");
+        ExitCode::from(2)
+    })?;
+    for warning in &manifest.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(manifest)
 }
 
 /// The built-in provider over the pools of `--lb-pools` files and of the input. The engine tells
@@ -81,16 +93,10 @@ pub fn run(args: ReconcileArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let mut manifest = match load(&args.files) {
+    let mut manifest = match load_telling(&args.files) {
         Ok(m) => m,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return Ok(ExitCode::from(2));
-        }
+        Err(code) => return Ok(code),
     };
-    for warning in &manifest.warnings {
-        eprintln!("warning: {warning}");
-    }
     let options = Options {
         max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
         prefer_same_traffic_distribution: args.traffic_distribution.prefer_same(),
