@@ -131,15 +131,9 @@ impl<'a> DnsView<'a> {
         pods: impl IntoIterator<Item = &'a Pod>,
         options: DnsOptions,
     ) -> Self {
-        let mut services: Vec<&Service> = services.into_iter().collect();
-        services.sort_by(|a, b| {
-            (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name))
+        let (services, service_index) = indexed(services, |s: &Service| {
+            (s.meta.namespace.as_str(), s.meta.name.as_str())
         });
-        let mut service_index: Nested<usize> = HashMap::new();
-        for (i, s) in services.iter().enumerate() {
-            (service_index.entry(s.meta.namespace.as_str()).or_default())
-                .insert(s.meta.name.as_str(), i);
-        }
         let mut by_service: Nested<Vec<&EndpointSlice>> = HashMap::new();
         for slice in slices {
             if let Some(service) = slice.service_name() {
@@ -152,15 +146,9 @@ impl<'a> DnsView<'a> {
         for list in by_service.values_mut().flat_map(|m| m.values_mut()) {
             list.sort_by(|a, b| a.meta.name.cmp(&b.meta.name));
         }
-        let mut pods: Vec<&Pod> = pods.into_iter().collect();
-        pods.sort_by(|a, b| {
-            (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name))
+        let (pods, pod_index) = indexed(pods, |p: &Pod| {
+            (p.meta.namespace.as_str(), p.meta.name.as_str())
         });
-        let mut pod_index: Nested<usize> = HashMap::new();
-        for (i, p) in pods.iter().enumerate() {
-            (pod_index.entry(p.meta.namespace.as_str()).or_default())
-                .insert(p.meta.name.as_str(), i);
-        }
         DnsView {
             options,
             services,
@@ -213,6 +201,21 @@ impl<'a> DnsView<'a> {
             data,
         }
     }
+}
+
+/// `items` sorted by namespace and name, and their positions by namespace, then name.
+fn indexed<'a, T: ?Sized>(
+    items: impl IntoIterator<Item = &'a T>,
+    key: impl Fn(&'a T) -> (&'a str, &'a str),
+) -> (Vec<&'a T>, Nested<'a, usize>) {
+    let mut items: Vec<&T> = items.into_iter().collect();
+    items.sort_by(|a, b| key(a).cmp(&key(b)));
+    let mut index: Nested<usize> = HashMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let (namespace, name) = key(item);
+        index.entry(namespace).or_default().insert(name, i);
+    }
+    (items, index)
 }
 
 /// Whether CoreDNS's pod cache would hold `pod` (it lists pods not Succeeded, Failed or Unknown,
