@@ -9,15 +9,17 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::change::{Change, Step};
-use crate::engine::{EngineOptions, SyncOutcome, SyncRecord};
+use crate::engine::{BatchPeriod, EngineOptions, SyncOutcome, SyncRecord};
 use crate::model::{EndpointSlice, Labels, Name};
 use crate::replay::{ReplayOptions, replay};
 use crate::sink::{Object, Verb};
 
 /// One combination of the swept flags.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Setting {
-    pub batch_period: Duration,
+    /// Both controllers' batch period (`--endpointslice-updates-batch-period` and
+    /// `--endpoint-updates-batch-period`).
+    pub batch_period: BatchPeriod,
     pub max_endpoints_per_slice: usize,
     pub workers: usize,
 }
@@ -122,8 +124,11 @@ pub fn measure(
     size: &dyn Fn(&Object) -> usize,
 ) -> Outcome {
     let mut engine = base.clone();
-    engine.batch_period = setting.batch_period;
-    engine.endpoints_batch_period = setting.batch_period;
+    let (period, adaptive) = setting.batch_period.split();
+    engine.batch_period = period;
+    engine.endpoints_batch_period = period;
+    engine.adaptive_batch = adaptive;
+    engine.endpoints_adaptive_batch = adaptive;
     engine.reconcile.max_endpoints_per_slice = setting.max_endpoints_per_slice;
     engine.workers = setting.workers;
     let options = ReplayOptions {

@@ -9,13 +9,14 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{ArgAction, Args};
 use sliced::controllers::Controllers;
-use sliced::engine::{EngineOptions, LoadBalancerOptions};
+use sliced::engine::{AdaptiveBatch, EngineOptions, LoadBalancerOptions};
 use sliced::kube::launch::run_until_terminated;
 use sliced::kube::lease::LeaseConfig;
 use sliced::kube::run::RunOptions;
+use sliced::queue::WriteQpsSteps;
 use sliced::reconcile::load_balancer::ClassFilter;
 
-use super::duration_arg;
+use super::{BatchPeriodArg, batch_period_arg, duration_arg};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -49,18 +50,29 @@ pub struct RunArgs {
     mirroring_max_endpoints_per_subset: u32,
     #[command(flatten)]
     traffic_distribution: super::TrafficDistributionArgs,
-    /// Delay of pod-triggered EndpointSlice syncs (e.g. 0s, 500ms, 1s).
-    #[arg(long, default_value = "0s", value_parser = duration_arg)]
-    endpointslice_updates_batch_period: Duration,
-    /// Delay of pod-triggered Endpoints syncs.
-    #[arg(long, default_value = "0s", value_parser = duration_arg)]
-    endpoint_updates_batch_period: Duration,
+    /// Delay of pod-triggered EndpointSlice syncs (e.g. 0s, 500ms, 1s), or `auto`: no delay
+    /// for a service that has not written lately, and for one that has, a window that doubles
+    /// each second the writes exceed the write limit (--kube-api-qps or --write-qps-steps) and
+    /// halves each second they stay under half of it, up to --max-batch-period.
+    #[arg(long, default_value = "0s", value_parser = batch_period_arg)]
+    endpointslice_updates_batch_period: BatchPeriodArg,
+    /// Delay of pod-triggered Endpoints syncs, or `auto`.
+    #[arg(long, default_value = "0s", value_parser = batch_period_arg)]
+    endpoint_updates_batch_period: BatchPeriodArg,
+    /// The widest window of an `auto` batch period.
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    max_batch_period: Duration,
     /// Delay of mirroring syncs.
     #[arg(long, default_value = "0s", value_parser = duration_arg)]
     mirroring_endpointslice_updates_batch_period: Duration,
     /// Writes per second to the API server.
     #[arg(long, default_value_t = 20.0)]
     kube_api_qps: f64,
+    /// Write limits by node count instead of --kube-api-qps: `NODES:QPS` steps, each applying
+    /// from its node count to the next (e.g. "0:10,100:20,1000:50"). Shown in /metrics as
+    /// sliced_write_qps_limit.
+    #[arg(long, value_name = "STEPS")]
+    write_qps_steps: Option<String>,
     /// Writes allowed in a burst above --kube-api-qps.
     #[arg(long, default_value_t = 30)]
     kube_api_burst: u32,
@@ -177,6 +189,22 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("binding --metrics-bind-address {address}"))?,
         )
     };
+    let write_qps_steps = match args.write_qps_steps.as_deref().map(WriteQpsSteps::parse) {
+        None => None,
+        Some(Ok(steps)) => Some(steps),
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let adaptive = AdaptiveBatch {
+        max_batch_period: args.max_batch_period,
+        // The engine follows the limit as it moves; this is where it starts.
+        write_qps: (write_qps_steps.as_ref()).map_or(args.kube_api_qps, |s| s.qps_for(0)),
+    };
+    let (batch_period, adaptive_batch) = args.endpointslice_updates_batch_period.split(adaptive);
+    let (endpoints_batch_period, endpoints_adaptive_batch) =
+        args.endpoint_updates_batch_period.split(adaptive);
     init_logging();
     let options = RunOptions {
         engine: EngineOptions {
@@ -184,8 +212,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 max_endpoints_per_slice: args.max_endpoints_per_slice as usize,
                 prefer_same_traffic_distribution: args.traffic_distribution.prefer_same(),
             },
-            batch_period: args.endpointslice_updates_batch_period,
-            endpoints_batch_period: args.endpoint_updates_batch_period,
+            batch_period,
+            adaptive_batch,
+            endpoints_batch_period,
+            endpoints_adaptive_batch,
             mirroring_batch_period: args.mirroring_endpointslice_updates_batch_period,
             mirroring: sliced::reconcile::mirroring::Options {
                 max_endpoints_per_subset: args.mirroring_max_endpoints_per_subset as usize,
@@ -201,6 +231,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         dry_run: args.dry_run,
         dry_run_summary_interval: args.dry_run_summary_interval,
         min_resync_period: args.min_resync_period,
+        write_qps_steps,
         identity,
         ..RunOptions::default()
     };

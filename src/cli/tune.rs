@@ -10,6 +10,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
+use sliced::engine::{AdaptiveBatch, BatchPeriod};
 use sliced::kube::convert::object_to_json;
 use sliced::kube::trace_file::load_trace_file;
 use sliced::replay::Step;
@@ -38,9 +39,14 @@ pub struct TuneArgs {
     /// Seed of the generated cluster and trace.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Batch periods to try, comma separated (`--endpointslice-updates-batch-period`).
-    #[arg(long, value_name = "LIST", default_value = "0s,500ms,1s,5s")]
+    /// Batch periods to try, comma separated (`--endpointslice-updates-batch-period`); `auto`
+    /// is the adaptive window, widened while writes exceed --max-write-qps (else 20, the
+    /// default --kube-api-qps) up to --max-batch-period.
+    #[arg(long, value_name = "LIST", default_value = "0s,500ms,1s,5s,auto")]
     batch_period: String,
+    /// The widest window of an `auto` batch period (`sliced run --max-batch-period`).
+    #[arg(long, value_name = "D", default_value = "1s", value_parser = super::duration_arg)]
+    max_batch_period: Duration,
     /// Slice sizes to try, comma separated.
     #[arg(long, value_name = "LIST", default_value = "100")]
     max_endpoints_per_slice: String,
@@ -72,8 +78,15 @@ fn list<T>(flag: &str, text: &str, parse: impl Fn(&str) -> Option<T>) -> Result<
 }
 
 fn settings(args: &TuneArgs) -> Result<Vec<Setting>, String> {
-    let periods = list("batch-period", &args.batch_period, |s| {
-        sliced::duration::parse_duration(s).ok()
+    let adaptive = AdaptiveBatch {
+        max_batch_period: args.max_batch_period,
+        write_qps: args.max_write_qps.unwrap_or(DEFAULT_WRITE_QPS),
+    };
+    let periods = list("batch-period", &args.batch_period, |s| match s {
+        "auto" => Some(BatchPeriod::Auto(adaptive)),
+        _ => sliced::duration::parse_duration(s)
+            .ok()
+            .map(BatchPeriod::Fixed),
     })?;
     let sizes = list(
         "max-endpoints-per-slice",
@@ -193,12 +206,16 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A duration as the flags take it: `0s`, `500ms`, `1s`.
-fn period(d: Duration) -> String {
-    if d.is_zero() {
-        "0s".to_owned()
-    } else {
-        format!("{d:?}")
+/// `sliced run`'s default `--kube-api-qps`: the budget of an `auto` batch period without
+/// `--max-write-qps`.
+const DEFAULT_WRITE_QPS: f64 = 20.0;
+
+/// A batch period as the flags take it: `0s`, `500ms`, `1s`, `auto`.
+fn period(p: BatchPeriod) -> String {
+    match p {
+        BatchPeriod::Fixed(d) if d.is_zero() => "0s".to_owned(),
+        BatchPeriod::Fixed(d) => format!("{d:?}"),
+        BatchPeriod::Auto(_) => "auto".to_owned(),
     }
 }
 

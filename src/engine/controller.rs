@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use super::batch::BatchWindows;
 use super::incremental::ChangeLog;
 use super::slice_metrics::SliceSyncMetrics;
 use super::{Cluster, Engine};
@@ -73,6 +74,10 @@ pub(super) trait Handlers: Sync {
     /// Once its caches are filled, before the first sync.
     fn started(&self, _index: &Index) {}
 
+    /// A sync of `key` at `at` had writes accepted, counted in the engine's write rate already:
+    /// an adaptive batch period takes the service as busy.
+    fn wrote(&self, _key: &ServiceKey, _at: Duration) {}
+
     /// The informers' periodic resync: every object it watches delivered again unchanged.
     fn resync(&self, _index: &Index) {}
 }
@@ -109,19 +114,23 @@ pub(super) trait Controller: Handlers {
 pub(super) struct PodRules<'a> {
     pub changes: &'a ChangeLog,
     pub queue: &'a WorkQueue<ServiceKey>,
-    pub batch_period: Duration,
+    pub batch: &'a BatchWindows,
 }
 
 impl PodRules<'_> {
-    pub fn service_changed(&self, key: &ServiceKey) {
+    pub fn service_changed(&self, key: &ServiceKey, new: Option<&Service>) {
         self.changes.force_full(key);
+        if new.is_none() {
+            self.batch.forget(key);
+        }
         self.queue.add(key.clone());
     }
 
     pub fn pod_changed(&self, key: &ServiceKey, pod: &Name, queued: bool) {
         self.changes.pod_changed(key, pod);
         if queued {
-            self.queue.add_after(key.clone(), self.batch_period);
+            let delay = self.batch.delay(key, self.queue.now());
+            self.queue.add_after(key.clone(), delay);
         }
     }
 
@@ -201,6 +210,10 @@ impl Engine {
             track_own_writes(tracker, &record);
         }
         self.observe_own_writes(&record);
+        if !record.writes.is_empty() {
+            self.write_rate.record(at, record.writes.len());
+            controller.wrote(&key, at);
+        }
         record.took = took + started.elapsed();
         self.count(&record);
         if self.options.check_invariants {

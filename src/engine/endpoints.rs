@@ -9,6 +9,7 @@ use ahash::RandomState;
 use dashmap::{DashMap, DashSet};
 
 use super::Cluster;
+use super::batch::BatchWindows;
 use super::controller::{Controller, Handlers, PodRules, SyncOutcome, SyncRecord};
 use super::incremental::ChangeLog;
 use crate::index::{EndpointsStore, Index, ServiceKey};
@@ -35,8 +36,8 @@ const DELETED_BY_OTHERS_SYNC_DELAY: Duration = Duration::from_secs(1);
 
 pub(super) struct EndpointsController {
     pub queue: WorkQueue<ServiceKey>,
-    /// `--endpoint-updates-batch-period`: the delay of pod-triggered syncs.
-    batch_period: Duration,
+    /// `--endpoint-updates-batch-period`: the delay of pod-triggered syncs, fixed or adaptive.
+    batch: BatchWindows,
     triggers: TriggerTimeTracker,
     /// The pods changed since each service's last trigger-time computation: a pod event in a
     /// 5,000-pod service then costs a look at that pod, not at all 5,000.
@@ -73,10 +74,10 @@ pub(super) enum Prepared {
 }
 
 impl EndpointsController {
-    pub fn new(batch_period: Duration, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(batch: BatchWindows, clock: Arc<dyn Clock>) -> Self {
         EndpointsController {
             queue: WorkQueue::new(QueueConfig::controller_default(), clock),
-            batch_period,
+            batch,
             triggers: TriggerTimeTracker::new(),
             changes: ChangeLog::default(),
             last_writes: DashMap::default(),
@@ -224,7 +225,7 @@ impl EndpointsController {
         PodRules {
             changes: &self.changes,
             queue: &self.queue,
-            batch_period: self.batch_period,
+            batch: &self.batch,
         }
     }
 }
@@ -242,11 +243,15 @@ impl Handlers for EndpointsController {
         if new.is_none() {
             self.deleted_with_service.insert(key.clone());
         }
-        self.rules().service_changed(key);
+        self.rules().service_changed(key, new);
     }
 
     fn pod_changed(&self, key: &ServiceKey, pod: &Name, queued: bool) {
         self.rules().pod_changed(key, pod, queued);
+    }
+
+    fn wrote(&self, key: &ServiceKey, at: Duration) {
+        self.batch.wrote(key, at);
     }
 
     /// Any event of the object says what the API server holds, and outdates a Service deletion
@@ -262,7 +267,7 @@ impl Handlers for EndpointsController {
         if let (Some(old), None, true) = (old, new, by_watch) {
             self.queue.add_after(
                 ServiceKey::new(&old.meta.namespace, &old.meta.name),
-                self.batch_period.max(DELETED_BY_OTHERS_SYNC_DELAY),
+                self.batch.floor().max(DELETED_BY_OTHERS_SYNC_DELAY),
             );
         }
     }
@@ -481,5 +486,12 @@ impl Controller for EndpointsController {
             }
         };
         (record, error)
+    }
+}
+
+impl EndpointsController {
+    /// The adaptive batch period's window now, when the batch period is adaptive.
+    pub fn adaptive_window(&self) -> Option<Duration> {
+        self.batch.adaptive_window()
     }
 }

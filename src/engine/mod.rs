@@ -1,6 +1,7 @@
 //! The engine: changes in, batches of ready services reconciled in parallel, writes out, results back
 //! to the queue. One engine serves `simulate`, the replay of traces and (later) `run`.
 
+mod batch;
 mod controller;
 mod dns;
 mod endpoints;
@@ -26,6 +27,7 @@ use crate::queue::{Clock, QueueMetrics, WorkQueue};
 use crate::reconcile::{Event, Options};
 use controller::Handlers;
 
+pub use batch::{AdaptiveBatch, BatchPeriod, WriteRate};
 pub use controller::{HostUpdate, SyncOutcome, SyncRecord};
 pub use endpoints::ENDPOINTS_CONTROLLER;
 pub use invariant::Violation;
@@ -39,8 +41,12 @@ pub use slices::ENDPOINTSLICE_CONTROLLER;
 #[derive(Clone, Debug)]
 pub struct EngineOptions {
     pub reconcile: Options,
-    /// `--endpointslice-updates-batch-period`: the delay of pod-triggered syncs.
+    /// `--endpointslice-updates-batch-period`: the delay of pod-triggered syncs; with
+    /// `adaptive_batch`, the narrowest window.
     pub batch_period: Duration,
+    /// `--endpointslice-updates-batch-period auto`: a window per service that widens while the
+    /// engine writes over its budget.
+    pub adaptive_batch: Option<AdaptiveBatch>,
     /// Parallel reconcile workers.
     pub workers: usize,
     /// The most services one batch takes from the queue.
@@ -52,6 +58,8 @@ pub struct EngineOptions {
     /// `--endpoint-updates-batch-period`: the delay of the Endpoints controller's pod-triggered
     /// syncs.
     pub endpoints_batch_period: Duration,
+    /// `--endpoint-updates-batch-period auto`.
+    pub endpoints_adaptive_batch: Option<AdaptiveBatch>,
     /// The mirroring controller's options (`--mirroring-max-endpoints-per-subset`).
     pub mirroring: crate::reconcile::mirroring::Options,
     /// `--mirroring-endpointslice-updates-batch-period`.
@@ -73,11 +81,13 @@ impl Default for EngineOptions {
         EngineOptions {
             reconcile: Options::default(),
             batch_period: Duration::ZERO,
+            adaptive_batch: None,
             workers: 2,
             max_batch: 1024,
             incremental: true,
             controllers: Controllers::ENDPOINTSLICE,
             endpoints_batch_period: Duration::ZERO,
+            endpoints_adaptive_batch: None,
             mirroring: crate::reconcile::mirroring::Options::default(),
             mirroring_batch_period: Duration::ZERO,
             observe_writes: true,
@@ -188,6 +198,8 @@ pub struct Engine {
     events: Mutex<Vec<(ServiceKey, Event)>>,
     stats: Mutex<EngineStats>,
     violations: Mutex<Vec<Violation>>,
+    /// Every controller's accepted writes, for the adaptive batch period's budget.
+    write_rate: Arc<WriteRate>,
     /// Some batch has begun to read the index. Until then every service's first sync is full, so
     /// a pod change need not be noted or queue anything (see [`Engine::note_pod_changes`]).
     began_syncing: AtomicBool,
@@ -201,8 +213,20 @@ impl Engine {
             .thread_name(|i| format!("sliced-worker-{i}"))
             .build()
             .ok();
+        // The budget an adaptive batch period starts from; `sliced run` moves it.
+        let budget = [options.adaptive_batch, options.endpoints_adaptive_batch]
+            .into_iter()
+            .flatten()
+            .map(|a| a.write_qps)
+            .fold(f64::INFINITY, f64::min);
+        let write_rate = Arc::new(WriteRate::new(budget));
         let endpoints = options.controllers.endpoints.then(|| {
-            endpoints::EndpointsController::new(options.endpoints_batch_period, Arc::clone(&clock))
+            let batch = batch::BatchWindows::new(
+                options.endpoints_batch_period,
+                options.endpoints_adaptive_batch,
+                Arc::clone(&write_rate),
+            );
+            endpoints::EndpointsController::new(batch, Arc::clone(&clock))
         });
         let mirroring = options.controllers.mirroring.then(|| {
             mirroring::MirroringController::new(
@@ -221,9 +245,14 @@ impl Engine {
         });
         Engine {
             endpointslice: slices::EndpointSliceController::new(
-                options.batch_period,
+                batch::BatchWindows::new(
+                    options.batch_period,
+                    options.adaptive_batch,
+                    Arc::clone(&write_rate),
+                ),
                 Arc::clone(&clock),
             ),
+            write_rate,
             endpoints,
             mirroring,
             load_balancer,
@@ -276,6 +305,24 @@ impl Engine {
         self.running()
             .map(|c| (c.queue_name(), c.queue().metrics()))
             .collect()
+    }
+
+    /// The writes per second the engine is held to: an adaptive batch period widens while its
+    /// writes exceed it; `sliced run` shares it with the sink's rate limiter.
+    pub fn write_budget(&self) -> &Arc<crate::queue::WriteBudget> {
+        &self.write_rate.budget
+    }
+
+    /// The window of each controller whose batch period is adaptive, for `/metrics`.
+    pub fn batch_windows(&self) -> Vec<(&'static str, Duration)> {
+        let mut windows = Vec::new();
+        if let Some(w) = self.endpointslice.adaptive_window() {
+            windows.push((ENDPOINTSLICE_CONTROLLER, w));
+        }
+        if let Some(w) = self.endpoints.as_ref().and_then(|c| c.adaptive_window()) {
+            windows.push((ENDPOINTS_CONTROLLER, w));
+        }
+        windows
     }
 
     /// Objects held, by kind; each count is O(1) or O(shards).

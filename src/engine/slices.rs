@@ -10,6 +10,7 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use super::Cluster;
+use super::batch::BatchWindows;
 use super::controller::{Controller, Handlers, PodRules, STALE_MESSAGE, SyncOutcome, SyncRecord};
 use super::incremental::{ChangeLog, Changes, Located, Locator};
 use super::slice_metrics::SliceSyncMetrics;
@@ -30,8 +31,8 @@ pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice";
 
 pub(super) struct EndpointSliceController {
     pub queue: WorkQueue<ServiceKey>,
-    /// `--endpointslice-updates-batch-period`: the delay of pod-triggered syncs.
-    batch_period: Duration,
+    /// `--endpointslice-updates-batch-period`: the delay of pod-triggered syncs, fixed or adaptive.
+    batch: BatchWindows,
     /// The generations of the slices this controller wrote (upstream's endpointSliceTracker).
     tracker: EndpointSliceTracker,
     triggers: Mutex<TriggerTimeTracker>,
@@ -69,10 +70,10 @@ pub(super) fn managed_slices(index: &Index, key: &ServiceKey) -> Vec<Arc<Endpoin
 }
 
 impl EndpointSliceController {
-    pub fn new(batch_period: Duration, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(batch: BatchWindows, clock: Arc<dyn Clock>) -> Self {
         EndpointSliceController {
             queue: WorkQueue::new(QueueConfig::default(), clock),
-            batch_period,
+            batch,
             tracker: EndpointSliceTracker::new(),
             triggers: Mutex::new(TriggerTimeTracker::new()),
             changes: ChangeLog::default(),
@@ -210,7 +211,7 @@ impl EndpointSliceController {
         PodRules {
             changes: &self.changes,
             queue: &self.queue,
-            batch_period: self.batch_period,
+            batch: &self.batch,
         }
     }
 }
@@ -224,12 +225,16 @@ impl Handlers for EndpointSliceController {
         super::QUEUE_ENDPOINTSLICE
     }
 
-    fn service_changed(&self, key: &ServiceKey, _: Option<&Service>, _: Option<&Service>) {
-        self.rules().service_changed(key);
+    fn service_changed(&self, key: &ServiceKey, _: Option<&Service>, new: Option<&Service>) {
+        self.rules().service_changed(key, new);
     }
 
     fn pod_changed(&self, key: &ServiceKey, pod: &Name, queued: bool) {
         self.rules().pod_changed(key, pod, queued);
+    }
+
+    fn wrote(&self, key: &ServiceKey, at: Duration) {
+        self.batch.wrote(key, at);
     }
 
     /// An endpoint reads only a node's existence and zone: the pods on a node that came, went or
@@ -285,7 +290,7 @@ impl Handlers for EndpointSliceController {
         {
             self.changes.force_full(&key);
             self.queue
-                .add_after(key, tracker::slice_event_delay(self.batch_period));
+                .add_after(key, tracker::slice_event_delay(self.batch.floor()));
         }
     }
 
@@ -307,7 +312,8 @@ impl Handlers for EndpointSliceController {
                 // until the pod GC deletes them (40 s at least), or leaves a new node's pods out
                 // and a moved node's old zone in place until something else syncs the service.
                 if queued.insert(key.clone()) {
-                    self.queue.add_after(key, self.batch_period);
+                    let delay = self.batch.delay(&key, self.queue.now());
+                    self.queue.add_after(key, delay);
                 }
             }
         }
@@ -443,5 +449,12 @@ impl Controller for EndpointSliceController {
 
     fn slice_tracker(&self) -> Option<&EndpointSliceTracker> {
         Some(&self.tracker)
+    }
+}
+
+impl EndpointSliceController {
+    /// The adaptive batch period's window now, when the batch period is adaptive.
+    pub fn adaptive_window(&self) -> Option<Duration> {
+        self.batch.adaptive_window()
     }
 }

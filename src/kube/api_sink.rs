@@ -19,7 +19,7 @@ use tokio::runtime::Handle;
 use super::convert::{endpoint_slice_to_k8s, endpoints_to_k8s, time};
 use crate::metrics::Metrics;
 use crate::model::{LOAD_BALANCER_CLEANUP_FINALIZER, Name};
-use crate::queue::TokenBucket;
+use crate::queue::{TokenBucket, WriteBudget};
 use crate::sink::{Kind, Object, ServiceChange, ServicePatch, Sink, Verb, WriteError};
 
 /// Whether this replica may write: set by leader election, cleared the moment the lease is lost.
@@ -52,8 +52,10 @@ pub struct ApiSink {
     gate: WriteGate,
     /// Counts the writes refused or not sent, as `sliced_write_errors_total`.
     metrics: Arc<Metrics>,
-    /// `--kube-api-qps` / `--kube-api-burst`, over writes.
-    limiter: Mutex<TokenBucket>,
+    /// `--kube-api-qps` / `--kube-api-burst`, over writes, and the qps it refills at.
+    limiter: Mutex<(TokenBucket, f64)>,
+    /// The qps the limiter follows when the budget moves (`--write-qps-steps`).
+    budget: Option<Arc<WriteBudget>>,
     started: Instant,
     /// How long a write waits for its answer: a silent server must not stall the engine.
     request_timeout: Duration,
@@ -75,7 +77,8 @@ impl ApiSink {
             runtime,
             gate,
             metrics,
-            limiter: Mutex::new(TokenBucket::new(qps, burst)),
+            limiter: Mutex::new((TokenBucket::new(qps, burst), qps)),
+            budget: None,
             started: Instant::now(),
             request_timeout: Duration::from_secs(30),
             concurrency: 1,
@@ -86,6 +89,12 @@ impl ApiSink {
     /// services, and of one step of one sync, together.
     pub fn with_concurrency(mut self, writes: usize) -> Self {
         self.concurrency = writes.max(1);
+        self
+    }
+
+    /// The limiter refills at `budget`'s qps, read before each write.
+    pub fn with_budget(mut self, budget: Arc<WriteBudget>) -> Self {
+        self.budget = Some(budget);
         self
     }
 
@@ -113,7 +122,17 @@ impl ApiSink {
 
     /// Waits for a write token, then checks that this replica still leads.
     fn admit(&self) -> Result<(), WriteError> {
-        let wait = self.limiter.lock().reserve(self.started.elapsed());
+        let wait = {
+            let mut limiter = self.limiter.lock();
+            let (bucket, qps) = &mut *limiter;
+            if let Some(budget) = self.budget.as_ref().map(|b| b.qps())
+                && budget != *qps
+            {
+                bucket.set_qps(budget);
+                *qps = budget;
+            }
+            bucket.reserve(self.started.elapsed())
+        };
         if !wait.is_zero() {
             std::thread::sleep(wait);
         }

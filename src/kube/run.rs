@@ -23,7 +23,7 @@ use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord};
 use crate::index::ServiceKey;
 use crate::metrics::Metrics;
 use crate::model::Name;
-use crate::queue::{Clock, SystemClock};
+use crate::queue::{Clock, SystemClock, WriteQpsSteps};
 use crate::reconcile::{Event, EventType};
 use crate::sink::Sink;
 
@@ -50,6 +50,9 @@ pub struct RunOptions {
     /// server's answer before it counts as failed (and is retried with backoff). The apiserver
     /// gives up on such requests itself after 60 s.
     pub request_timeout: Duration,
+    /// `--write-qps-steps`: the write limit chosen from the node count, instead of
+    /// `kube_api_qps`.
+    pub write_qps_steps: Option<WriteQpsSteps>,
 }
 
 impl Default for RunOptions {
@@ -65,6 +68,7 @@ impl Default for RunOptions {
             identity: "sliced".to_string(),
             min_resync_period: Duration::from_secs(12 * 3600),
             request_timeout: Duration::from_secs(30),
+            write_qps_steps: None,
         }
     }
 }
@@ -114,6 +118,10 @@ impl RunState {
         }
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         let engine = Arc::new(Engine::new(engine_options, clock));
+        // The writes' budget: the sink's limiter and an adaptive batch period follow it. With
+        // steps, the first applies until the nodes are listed.
+        let qps = (options.write_qps_steps.as_ref()).map_or(options.kube_api_qps, |s| s.qps_for(0));
+        engine.write_budget().set_qps(qps);
         let metrics = Arc::new(Metrics::new());
         let health = {
             let (metrics, engine) = (Arc::clone(&metrics), Arc::clone(&engine));
@@ -217,7 +225,8 @@ pub async fn run(
                 options.kube_api_burst,
             )
             .with_request_timeout(options.request_timeout)
-            .with_concurrency(options.engine.workers),
+            .with_concurrency(options.engine.workers)
+            .with_budget(Arc::clone(state.engine.write_budget())),
         ),
     };
     let stop = Arc::new(AtomicBool::new(false));
@@ -237,6 +246,7 @@ pub async fn run(
         resync: Resync::new(options.min_resync_period, &options.identity),
         touched: Vec::new(),
         relisted: false,
+        write_qps_steps: options.write_qps_steps.clone(),
     };
     // Dropped when the thread ends, however it ends.
     let (done_tx, engine_done) = tokio::sync::oneshot::channel::<()>();
@@ -358,6 +368,8 @@ struct EngineLoop {
     /// checked, and whether a relist happened.
     touched: Vec<ServiceKey>,
     relisted: bool,
+    /// `--write-qps-steps`, followed as nodes come and go.
+    write_qps_steps: Option<WriteQpsSteps>,
 }
 
 /// When the next informer-style resync is due: a random time between the period and twice it,
@@ -439,6 +451,7 @@ impl EngineLoop {
                 Err(RecvTimeoutError::Timeout) => crate::allocator::collect_idle_thread(),
                 Err(RecvTimeoutError::Disconnected) => return,
             }
+            self.follow_node_count();
             if !started && self.needed.is_empty() && !self.pools_needed {
                 started = true;
                 self.engine.start();
@@ -457,6 +470,18 @@ impl EngineLoop {
             if started {
                 self.recheck_report();
             }
+        }
+    }
+
+    /// Moves the write budget to the step of `--write-qps-steps` the node count is in.
+    fn follow_node_count(&self) {
+        let Some(steps) = &self.write_qps_steps else {
+            return;
+        };
+        let nodes = self.engine.object_counts().nodes;
+        let qps = steps.qps_for(nodes);
+        if self.engine.write_budget().set_qps(qps) {
+            tracing::info!(nodes, qps, "write budget follows the node count");
         }
     }
 

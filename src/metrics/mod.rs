@@ -115,6 +115,8 @@ impl Metrics {
     pub fn refresh(&self, engine: &Engine) {
         self.workqueue.refresh(&engine.queue_metrics());
         self.own.refresh(engine.object_counts());
+        self.own
+            .refresh_budget(engine.write_budget().qps(), &engine.batch_windows());
     }
 
     /// The exposition, in Prometheus' text format 0.0.4 ([`CONTENT_TYPE`]).

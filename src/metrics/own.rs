@@ -35,6 +35,8 @@ pub(super) struct OwnMetrics {
     leader: Lazy<Gauge>,
     watch_events: Family<Label1, PlainCounter>,
     watch_restarts: Family<Label1, PlainCounter>,
+    write_qps_limit: Lazy<FloatGauge>,
+    batch_window: Family<Label1, FloatGauge>,
     pub(super) dry_run: DryRunMetrics,
 }
 
@@ -118,6 +120,16 @@ impl OwnMetrics {
                 "Watch restarts after the first list, once per outage (errors, streams the server ended early, expired resource versions), by kind",
                 Family::default(),
             ),
+            write_qps_limit: x.add(
+                "sliced_write_qps_limit",
+                "Writes per second allowed to the API server now: --kube-api-qps, or the step of --write-qps-steps the node count chose",
+                Lazy::<FloatGauge>::default(),
+            ),
+            batch_window: x.add(
+                "sliced_adaptive_batch_window_seconds",
+                "The window a service that writes waits under an adaptive batch period (auto), by controller",
+                Family::default(),
+            ),
             dry_run: DryRunMetrics {
                 differences: x.add(
                     "sliced_dry_run_differences",
@@ -176,6 +188,18 @@ impl OwnMetrics {
             self.bytes_per_pod
                 .get()
                 .set(resident as f64 / counts.pods as f64);
+        }
+    }
+
+    /// The write budget, shown once finite, and each adaptive batch window.
+    pub(super) fn refresh_budget(&self, qps: f64, windows: &[(&'static str, std::time::Duration)]) {
+        if qps.is_finite() {
+            self.write_qps_limit.get().set(qps);
+        }
+        for (controller, window) in windows {
+            self.batch_window
+                .get_or_create(&[("controller", controller)])
+                .set(window.as_secs_f64());
         }
     }
 

@@ -40,6 +40,14 @@ impl TokenBucket {
         }
     }
 
+    /// Refills at `qps` from now on; tokens already reserved keep their times.
+    pub fn set_qps(&mut self, qps: f64) {
+        let burst = self.burst;
+        let full_at = self.full_at;
+        *self = TokenBucket::new(qps, burst);
+        self.full_at = full_at;
+    }
+
     /// Reserves one token at `now` and returns how long to wait for it (zero when one is available).
     pub fn reserve(&mut self, now: Duration) -> Duration {
         let Some(interval) = self.interval else {

@@ -16,6 +16,7 @@
 //! a condvar rather than a crossbeam channel: the FIFO, the de-duplication state and the timers must
 //! change together, and a channel would only hold a second copy of the FIFO.
 
+mod budget;
 mod clock;
 mod limiter;
 mod state;
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+pub use budget::{StepsError, WriteBudget, WriteQpsSteps};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use limiter::{TokenBucket, exponential_backoff};
 pub use timing::{DURATION_BUCKETS_NANOS, DurationHistogram, QueueMetrics};

@@ -134,3 +134,47 @@ fn the_plot_labels_every_setting_and_the_recommendation() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("SVG"));
 }
+
+/// `auto`: on a rolling update over budget, fewer writes than no batch period, no change waits
+/// longer than `--max-batch-period`, and an isolated change waits not at all (p50 0); under
+/// budget (a readiness flap at 1,000 writes a second allowed) it is exactly the unbatched run.
+#[test]
+fn an_adaptive_batch_period_widens_only_over_budget_and_within_its_ceiling() {
+    let over = json(&[
+        "--batch-period",
+        "0s,auto",
+        "--max-write-qps",
+        "20",
+        "-o",
+        "json",
+    ]);
+    let rows = over["settings"].as_array().expect("settings");
+    let (now, auto) = (&rows[0], &rows[1]);
+    assert_eq!(auto["batchPeriod"], "auto");
+    assert!(
+        f(&auto["writes"]) < 0.75 * f(&now["writes"]),
+        "{now} {auto}"
+    );
+    assert!(f(&auto["latencyMs"]["max"]) <= 1000.0, "{auto}");
+    assert!(
+        f(&auto["latencyMs"]["p99"]) > 0.0,
+        "some changes waited: {auto}"
+    );
+    assert_eq!(f(&auto["latencyMs"]["p50"]), 0.0, "{auto}");
+
+    let calm = json(&[
+        "--trace",
+        "readiness-flap",
+        "--batch-period",
+        "0s,auto",
+        "--max-write-qps",
+        "1000",
+        "-o",
+        "json",
+    ]);
+    let rows = calm["settings"].as_array().expect("settings");
+    for field in ["writes", "bytes", "syncs"] {
+        assert_eq!(rows[0][field], rows[1][field], "{field}: {calm}");
+    }
+    assert_eq!(f(&rows[1]["latencyMs"]["max"]), 0.0);
+}

@@ -10,7 +10,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use sliced::controllers::Controllers;
-use sliced::engine::EngineOptions;
+use sliced::engine::{AdaptiveBatch, EngineOptions};
 use sliced::model::{EndpointSlice, Endpoints};
 use sliced::replay::{FaultProfile, ReplayOptions, ReplayResult, Step, replay};
 use sliced::sim::{self, ClusterSpec, TraceKind};
@@ -30,6 +30,8 @@ pub struct Setup {
     pub steps: usize,
     pub max: usize,
     pub batch_period: Duration,
+    /// Both controllers' batch period is `auto` with these bounds (`batch_period` its floor).
+    pub adaptive: Option<AdaptiveBatch>,
     pub profile: FaultProfile,
 }
 
@@ -51,6 +53,8 @@ pub fn run(setup: &Setup, incremental: bool) -> Run {
             controllers: Controllers::ALL,
             batch_period: setup.batch_period,
             endpoints_batch_period: setup.batch_period,
+            adaptive_batch: setup.adaptive,
+            endpoints_adaptive_batch: setup.adaptive,
             reconcile: sliced::reconcile::Options {
                 max_endpoints_per_slice: setup.max,
                 prefer_same_traffic_distribution: false,
@@ -134,6 +138,12 @@ pub fn first_difference(a: &[String], b: &[String]) -> Option<String> {
     ))
 }
 
+/// An adaptive batch period whose budget any churn exceeds, so that its windows move.
+const TIGHT_BUDGET: AdaptiveBatch = AdaptiveBatch {
+    max_batch_period: Duration::from_secs(2),
+    write_qps: 1.0,
+};
+
 fn small_spec(seed: u64, pods: usize) -> ClusterSpec {
     ClusterSpec {
         seed,
@@ -155,7 +165,8 @@ proptest! {
         kind in prop::sample::select(TraceKind::ALL.to_vec()),
         pods in 40usize..300,
         max in 2usize..20,
-        batch in prop::sample::select(vec![0u64, 500]),
+        // u64::MAX: `auto`, with a budget so low that windows widen (up to 2 s).
+        batch in prop::sample::select(vec![0u64, 500, u64::MAX]),
         chaos in any::<bool>(),
     ) {
         let setup = Setup {
@@ -163,7 +174,8 @@ proptest! {
             kind,
             steps: 200,
             max,
-            batch_period: Duration::from_millis(batch),
+            batch_period: Duration::from_millis(if batch == u64::MAX { 0 } else { batch }),
+            adaptive: (batch == u64::MAX).then_some(TIGHT_BUDGET),
             profile: if chaos { FaultProfile::chaos() } else { FaultProfile::flaky_api() },
         };
         let full = run(&setup, false);
@@ -200,6 +212,7 @@ fn chaos_on_every_trace_kind_settles_right() {
             steps: 1500,
             max: 10,
             batch_period: Duration::from_millis(200),
+            adaptive: None,
             profile: FaultProfile::chaos(),
         };
         let inc = run(&setup, true);
@@ -233,4 +246,47 @@ fn chaos_on_every_trace_kind_settles_right() {
         survived.slices_deleted > 0 && survived.slices_duplicated > 0,
         "{survived:?}"
     );
+}
+
+/// `auto` under chaos: windows that widen and narrow lose no endpoint and keep nothing stale.
+#[test]
+fn chaos_with_an_adaptive_batch_period_settles_right() {
+    for (i, kind) in [
+        TraceKind::RollingUpdate,
+        TraceKind::ReadinessFlap,
+        TraceKind::Mixed,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let setup = Setup {
+            spec: small_spec(2000 + i as u64, 400),
+            kind,
+            steps: 1500,
+            max: 10,
+            batch_period: Duration::ZERO,
+            adaptive: Some(TIGHT_BUDGET),
+            profile: FaultProfile::chaos(),
+        };
+        let inc = run(&setup, true);
+        if let Err(e) = check(&inc, setup.max) {
+            panic!("{kind}: {e}");
+        }
+        let full = run(&setup, false);
+        if let Some(difference) = first_difference(&writes(&inc.result), &writes(&full.result)) {
+            panic!("{kind}: writes differ: {difference}");
+        }
+        // The windows did move: the writes are not those of no batch period at all.
+        let unbatched = run(
+            &Setup {
+                adaptive: None,
+                ..setup
+            },
+            true,
+        );
+        assert!(
+            first_difference(&writes(&inc.result), &writes(&unbatched.result)).is_some(),
+            "{kind}: auto wrote exactly as 0s"
+        );
+    }
 }

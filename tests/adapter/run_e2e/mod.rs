@@ -1,6 +1,7 @@
 //! `sliced run` end to end against an in-process fake API server: after every scenario the slices
 //! and Endpoints in the fake equal what `sliced reconcile` computes from the same objects.
 
+mod budgets;
 mod deletes;
 mod dns;
 mod hostile;
@@ -60,10 +61,17 @@ fn ready_count(slices: &[Value]) -> usize {
 
 /// `start`, serving /metrics on a port of its own.
 fn start_with_metrics(fake: &FakeApiServer) -> (run_harness::Running, std::net::SocketAddr) {
+    start_with_metrics_options(fake, options())
+}
+
+fn start_with_metrics_options(
+    fake: &FakeApiServer,
+    options: RunOptions,
+) -> (run_harness::Running, std::net::SocketAddr) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     (
-        run_harness::start_serving(fake, options(), Some(listener)),
+        run_harness::start_serving(fake, options, Some(listener)),
         address,
     )
 }
