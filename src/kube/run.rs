@@ -17,6 +17,7 @@ use super::api_sink::{ApiSink, WriteGate};
 use super::http::{self, HttpState};
 use super::lease::{LeaderElector, LeaseConfig, LeaseConfigError, LeaseError};
 use super::shadow::{DryRunReport, DryRunSink};
+use super::trace_record::{RecordError, RecordTrace, RecordingSink, TraceRecorder};
 use super::watch::{self, Input};
 use crate::change::ChangeKind;
 use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord};
@@ -50,6 +51,8 @@ pub struct RunOptions {
     /// server's answer before it counts as failed (and is retried with backoff). The apiserver
     /// gives up on such requests itself after 60 s.
     pub request_timeout: Duration,
+    /// `--record-trace`: every watch event taken, written as a replayable trace.
+    pub record_trace: Option<RecordTrace>,
 }
 
 impl Default for RunOptions {
@@ -65,6 +68,7 @@ impl Default for RunOptions {
             identity: "sliced".to_string(),
             min_resync_period: Duration::from_secs(12 * 3600),
             request_timeout: Duration::from_secs(30),
+            record_trace: None,
         }
     }
 }
@@ -80,6 +84,8 @@ pub enum RunError {
     Engine(String),
     #[error("serving metrics")]
     Serve(#[source] std::io::Error),
+    #[error(transparent)]
+    RecordTrace(#[from] RecordError),
 }
 
 /// What a finished run did.
@@ -151,6 +157,9 @@ pub async fn run(
     if let Some(config) = &options.leader_election {
         config.validate()?;
     }
+    let trace = (options.record_trace.as_ref())
+        .map(TraceRecorder::create)
+        .transpose()?;
     let (stop_serving, serving_stopped) = tokio::sync::oneshot::channel::<()>();
     let server = match metrics {
         Some(listener) => {
@@ -220,6 +229,11 @@ pub async fn run(
             .with_concurrency(options.engine.workers),
         ),
     };
+    // The recorder tells the echoes of sliced's own writes by what they wrote.
+    let sink: Box<dyn Sink> = match &trace {
+        Some(trace) => Box::new(RecordingSink::new(sink, trace)),
+        None => sink,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let engine_loop = EngineLoop {
         engine: Arc::clone(&state.engine),
@@ -237,6 +251,7 @@ pub async fn run(
         resync: Resync::new(options.min_resync_period, &options.identity),
         touched: Vec::new(),
         relisted: false,
+        recorder: trace,
     };
     // Dropped when the thread ends, however it ends.
     let (done_tx, engine_done) = tokio::sync::oneshot::channel::<()>();
@@ -358,6 +373,7 @@ struct EngineLoop {
     /// checked, and whether a relist happened.
     touched: Vec<ServiceKey>,
     relisted: bool,
+    recorder: Option<TraceRecorder>,
 }
 
 /// When the next informer-style resync is due: a random time between the period and twice it,
@@ -437,11 +453,17 @@ impl EngineLoop {
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => crate::allocator::collect_idle_thread(),
-                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if let Some(recorder) = &mut self.recorder {
+                recorder.tick();
             }
             if !started && self.needed.is_empty() && !self.pools_needed {
                 started = true;
                 self.engine.start();
+                if let Some(recorder) = &mut self.recorder {
+                    recorder.started(&self.engine);
+                }
                 self.synced.store(true, Ordering::SeqCst);
                 self.health.set_ready(true);
                 tracing::info!("caches synced: reconciling");
@@ -457,6 +479,9 @@ impl EngineLoop {
             if started {
                 self.recheck_report();
             }
+        }
+        if let Some(recorder) = &mut self.recorder {
+            recorder.finish();
         }
     }
 
@@ -517,6 +542,9 @@ impl EngineLoop {
                 if self.dry_run.is_some() {
                     self.touch(&change);
                 }
+                if let Some(recorder) = &mut self.recorder {
+                    recorder.change(&change, &self.engine);
+                }
                 self.engine.handle(change);
             }
             Input::Pools(pools) => {
@@ -527,6 +555,9 @@ impl EngineLoop {
             Input::Listed { kind, seen } => {
                 self.relisted |= self.dry_run.is_some() && seen.is_some();
                 if let Some(seen) = seen {
+                    if let Some(recorder) = &mut self.recorder {
+                        recorder.relisted(kind, &seen, &self.engine);
+                    }
                     let deleted = self.engine.relisted(kind, &seen);
                     tracing::info!(kind = kind.as_str(), deleted, "relisted");
                 }
