@@ -119,3 +119,59 @@ fn fixtures_and_upstreams_objects_read_back_exactly() {
     }
     assert!(checked > 1_000, "only {checked} objects checked");
 }
+
+/// What recording costs the engine's thread per pod event: the line serialised and buffered (the
+/// file written a buffer at a time). Printed for the record; the bound only catches a blunder.
+#[test]
+fn recording_a_pod_event_is_cheap() {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use sliced::engine::{Engine, EngineOptions};
+    use sliced::kube::trace_record::{Limits, RecordTrace, TraceRecorder};
+    use sliced::queue::VirtualClock;
+
+    let cluster = generate(&ClusterSpec {
+        pods: 20_000,
+        services: 200,
+        named_port_fraction: 0.5,
+        ..ClusterSpec::default()
+    });
+    let dir = std::env::temp_dir().join(format!("sliced-record-cost-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("trace.yaml");
+    let mut recorder = TraceRecorder::create(&RecordTrace {
+        path: path.clone(),
+        limits: Limits::default(),
+    })
+    .unwrap();
+    let engine = Engine::new(EngineOptions::default(), Arc::new(VirtualClock::new()));
+    let changes: Vec<Change> = cluster
+        .snapshot
+        .pods
+        .iter()
+        .cloned()
+        .map(Change::Pod)
+        .collect();
+    let started = Instant::now();
+    for round in 0..3 {
+        for change in &changes {
+            recorder.change(change, &engine);
+        }
+        if round == 0 {
+            recorder.finish();
+        }
+    }
+    let took = started.elapsed();
+    recorder.finish();
+    let events = 3 * changes.len();
+    let per_event = took / events as u32;
+    let bytes = std::fs::metadata(&path).unwrap().len();
+    eprintln!(
+        "recording a pod event: {per_event:?} ({events} events, {} bytes a line)",
+        bytes / events as u64
+    );
+    assert_eq!(recorder.steps(), events as u64);
+    assert!(per_event.as_micros() < 100, "{per_event:?} per pod event");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
