@@ -229,10 +229,11 @@ pub async fn run(
             .with_concurrency(options.engine.workers),
         ),
     };
-    // The recorder tells the echoes of sliced's own writes by what they wrote.
-    let sink: Box<dyn Sink> = match &trace {
-        Some(trace) => Box::new(RecordingSink::new(sink, trace)),
-        None => sink,
+    // The recorder tells the echoes of sliced's own writes by what they wrote. Shadow mode writes
+    // nothing: every slice and Endpoints is others', and recorded.
+    let sink: Box<dyn Sink> = match (&trace, &state.dry_run) {
+        (Some(trace), None) => Box::new(RecordingSink::new(sink, trace)),
+        _ => sink,
     };
     let stop = Arc::new(AtomicBool::new(false));
     let engine_loop = EngineLoop {

@@ -75,9 +75,9 @@ fn cluster() -> FakeApiServer {
         ))
         .unwrap();
     }
-    for i in 0..3 {
+    for (i, on) in nodes.into_iter().enumerate() {
         let ip = format!("10.0.2.{}", i + 1);
-        let mut p = pod("default", &format!("db-{i}"), "db", nodes[i], &ip, true);
+        let mut p = pod("default", &format!("db-{i}"), "db", on, &ip, true);
         p["spec"]["hostname"] = json!(format!("db-{i}"));
         p["spec"]["subdomain"] = json!("db");
         fake.create(p).unwrap();
@@ -371,4 +371,24 @@ async fn deletions_a_relist_finds_are_recorded() {
     let result = replay(&steps, &replay_options(Controllers::ALL));
     assert_eq!(replayed(&result.objects), in_fake(&fake));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A trace file that cannot be created stops `sliced run` at once, naming it (exit 2), before
+/// it connects to anything.
+#[test]
+fn a_trace_that_cannot_be_created_is_refused_at_start() {
+    let file = "/nonexistent-dir-of-sliced/trace.yaml";
+    let out = Command::new(env!("CARGO_BIN_EXE_sliced"))
+        .args(["run", "--leader-elect=false", "--metrics-bind-address", ""])
+        .args(["--kubeconfig", "/nonexistent-dir-of-sliced/kubeconfig"])
+        .args(["--record-trace", file])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(file) && stderr.contains("--record-trace"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }
