@@ -25,6 +25,14 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
     if text.is_empty() {
         return Err(err());
     }
+    if let Some(exact) = exact_seconds(text) {
+        return match exact {
+            d if d > MAX_DURATION => Err(DurationError::TooLong {
+                input: input.to_owned(),
+            }),
+            d => Ok(d),
+        };
+    }
     if let Ok(seconds) = text.parse::<f64>() {
         return duration_from_seconds(seconds, input);
     }
@@ -53,6 +61,35 @@ pub fn parse_duration(input: &str) -> Result<Duration, DurationError> {
         rest = tail;
     }
     duration_from_seconds(total, input)
+}
+
+/// `12.345678901s`: whole seconds and up to nine decimals, read to the nanosecond without a
+/// floating-point step, so that a time [`format_duration`] wrote reads back equal. `None` for any
+/// other form.
+fn exact_seconds(text: &str) -> Option<Duration> {
+    let number = text.strip_suffix('s')?;
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || whole.len() > 12 || fraction.len() > 9 || !digits(whole) {
+        return None;
+    }
+    if !digits(fraction) || (number.contains('.') && fraction.is_empty()) {
+        return None;
+    }
+    let seconds: u64 = whole.parse().ok()?;
+    let nanos = format!("{fraction:0<9}").parse::<u32>().ok()?;
+    Some(Duration::new(seconds, nanos))
+}
+
+/// A duration as seconds with as many decimals as it needs, at most nine (`0s`, `1.5s`,
+/// `12.345678901s`): what `parse_duration` reads back exactly.
+pub fn format_duration(d: Duration) -> String {
+    let nanos = d.subsec_nanos();
+    if nanos == 0 {
+        return format!("{}s", d.as_secs());
+    }
+    let fraction = format!("{nanos:09}");
+    format!("{}.{}s", d.as_secs(), fraction.trim_end_matches('0'))
 }
 
 /// A number of seconds as a duration, within [`MAX_DURATION`]; `input` names it in the error.
@@ -95,6 +132,29 @@ mod tests {
                 "{bad}"
             );
         }
+    }
+
+    #[test]
+    fn formatted_durations_read_back_exactly() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut cases = vec![
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_micros(12_345_678),
+            Duration::new(86_400 * 3, 999_999_999),
+        ];
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            cases.push(Duration::from_nanos(x % (400 * 86_400 * 1_000_000_000)));
+        }
+        for d in cases {
+            let text = format_duration(d);
+            assert_eq!(parse_duration(&text), Ok(d), "{text}");
+        }
+        assert_eq!(format_duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(parse_duration("0.1s"), Ok(Duration::from_millis(100)));
     }
 
     #[test]

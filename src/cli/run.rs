@@ -13,6 +13,7 @@ use sliced::engine::{AdaptiveBatch, EngineOptions, LoadBalancerOptions};
 use sliced::kube::launch::run_until_terminated;
 use sliced::kube::lease::LeaseConfig;
 use sliced::kube::run::RunOptions;
+use sliced::kube::trace_record::{Limits, RecordTrace, check_writable};
 use sliced::queue::WriteQpsSteps;
 use sliced::reconcile::load_balancer::ClassFilter;
 
@@ -110,6 +111,23 @@ pub struct RunArgs {
     /// event that queues a sync (an untracked slice deleted). 0s never resyncs.
     #[arg(long, default_value = "12h", value_parser = duration_arg)]
     min_resync_period: Duration,
+    /// Write every watch event taken to FILE, as steps that `sliced simulate --events` and
+    /// `sliced tune --events` replay (pods cut down to what the controllers read).
+    #[arg(long, value_name = "FILE")]
+    record_trace: Option<PathBuf>,
+    /// Size at which the trace file is rotated to FILE.1 (and older ones to FILE.2, ...): a
+    /// quantity such as 512Mi or 1Gi, or bytes. Each file starts with the state then held, so
+    /// that it replays alone.
+    #[arg(long, value_name = "SIZE", default_value = "1Gi", value_parser = size_arg)]
+    record_trace_max_size: u64,
+    /// Trace files kept, the current one included.
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    record_trace_max_files: u32,
+}
+
+fn size_arg(s: &str) -> Result<u64, String> {
+    sliced::kube::trace_record::parse_size(s)
 }
 
 /// This replica's name: the pod's (POD_NAME, else the host name), with a random suffix so that a
@@ -205,6 +223,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let (batch_period, adaptive_batch) = args.endpointslice_updates_batch_period.split(adaptive);
     let (endpoints_batch_period, endpoints_adaptive_batch) =
         args.endpoint_updates_batch_period.split(adaptive);
+    let record_trace = args.record_trace.as_ref().map(|path| RecordTrace {
+        path: path.clone(),
+        limits: Limits {
+            max_size: args.record_trace_max_size,
+            max_files: args.record_trace_max_files as usize,
+        },
+    });
+    // Before connecting: a trace that cannot be written is said at once.
+    if let Some(Err(e)) = record_trace.as_ref().map(|r| check_writable(&r.path)) {
+        eprintln!("error: {e}");
+        return Ok(ExitCode::from(2));
+    }
     init_logging();
     let options = RunOptions {
         engine: EngineOptions {
@@ -233,6 +263,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         min_resync_period: args.min_resync_period,
         write_qps_steps,
         identity,
+        record_trace,
         ..RunOptions::default()
     };
     let summary = run_until_terminated(args.kubeconfig, options, metrics)?;

@@ -15,10 +15,12 @@ use crate::model::{
 };
 use crate::sink::Object;
 
+mod inputs;
 mod objects;
 mod pod;
 mod slice;
 
+pub use inputs::{NamespaceJson, NodeJson, PodJson, ServiceJson};
 pub use objects::{
     WatchedContainer, WatchedPod, WatchedPodSpec, WatchedPodStatus, namespace_from_k8s,
     node_from_k8s, pod_from_k8s, service_from_k8s,

@@ -13,4 +13,5 @@ pub mod protobuf_source;
 pub mod run;
 pub mod shadow;
 pub mod trace_file;
+pub mod trace_record;
 pub mod watch;

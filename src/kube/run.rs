@@ -17,6 +17,7 @@ use super::api_sink::{ApiSink, WriteGate};
 use super::http::{self, HttpState};
 use super::lease::{LeaderElector, LeaseConfig, LeaseConfigError, LeaseError};
 use super::shadow::{DryRunReport, DryRunSink};
+use super::trace_record::{RecordError, RecordTrace, RecordingSink, TraceRecorder};
 use super::watch::{self, Input};
 use crate::change::ChangeKind;
 use crate::engine::{Engine, EngineOptions, EngineStats, SyncRecord};
@@ -53,6 +54,8 @@ pub struct RunOptions {
     /// `--write-qps-steps`: the write limit chosen from the node count, instead of
     /// `kube_api_qps`.
     pub write_qps_steps: Option<WriteQpsSteps>,
+    /// `--record-trace`: every watch event taken, written as a replayable trace.
+    pub record_trace: Option<RecordTrace>,
 }
 
 impl Default for RunOptions {
@@ -69,6 +72,7 @@ impl Default for RunOptions {
             min_resync_period: Duration::from_secs(12 * 3600),
             request_timeout: Duration::from_secs(30),
             write_qps_steps: None,
+            record_trace: None,
         }
     }
 }
@@ -84,6 +88,8 @@ pub enum RunError {
     Engine(String),
     #[error("serving metrics")]
     Serve(#[source] std::io::Error),
+    #[error(transparent)]
+    RecordTrace(#[from] RecordError),
 }
 
 /// What a finished run did.
@@ -159,6 +165,9 @@ pub async fn run(
     if let Some(config) = &options.leader_election {
         config.validate()?;
     }
+    let trace = (options.record_trace.as_ref())
+        .map(TraceRecorder::create)
+        .transpose()?;
     let (stop_serving, serving_stopped) = tokio::sync::oneshot::channel::<()>();
     let server = match metrics {
         Some(listener) => {
@@ -229,6 +238,12 @@ pub async fn run(
             .with_budget(Arc::clone(state.engine.write_budget())),
         ),
     };
+    // The recorder tells the echoes of sliced's own writes by what they wrote. Shadow mode writes
+    // nothing: every slice and Endpoints is others', and recorded.
+    let sink: Box<dyn Sink> = match (&trace, &state.dry_run) {
+        (Some(trace), None) => Box::new(RecordingSink::new(sink, trace)),
+        _ => sink,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let engine_loop = EngineLoop {
         engine: Arc::clone(&state.engine),
@@ -247,6 +262,7 @@ pub async fn run(
         touched: Vec::new(),
         relisted: false,
         write_qps_steps: options.write_qps_steps.clone(),
+        recorder: trace,
     };
     // Dropped when the thread ends, however it ends.
     let (done_tx, engine_done) = tokio::sync::oneshot::channel::<()>();
@@ -370,6 +386,7 @@ struct EngineLoop {
     relisted: bool,
     /// `--write-qps-steps`, followed as nodes come and go.
     write_qps_steps: Option<WriteQpsSteps>,
+    recorder: Option<TraceRecorder>,
 }
 
 /// When the next informer-style resync is due: a random time between the period and twice it,
@@ -449,12 +466,18 @@ impl EngineLoop {
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => crate::allocator::collect_idle_thread(),
-                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if let Some(recorder) = &mut self.recorder {
+                recorder.tick();
             }
             self.follow_node_count();
             if !started && self.needed.is_empty() && !self.pools_needed {
                 started = true;
                 self.engine.start();
+                if let Some(recorder) = &mut self.recorder {
+                    recorder.started(&self.engine);
+                }
                 self.synced.store(true, Ordering::SeqCst);
                 self.health.set_ready(true);
                 tracing::info!("caches synced: reconciling");
@@ -470,6 +493,9 @@ impl EngineLoop {
             if started {
                 self.recheck_report();
             }
+        }
+        if let Some(recorder) = &mut self.recorder {
+            recorder.finish();
         }
     }
 
@@ -542,6 +568,9 @@ impl EngineLoop {
                 if self.dry_run.is_some() {
                     self.touch(&change);
                 }
+                if let Some(recorder) = &mut self.recorder {
+                    recorder.change(&change, &self.engine);
+                }
                 self.engine.handle(change);
             }
             Input::Pools(pools) => {
@@ -552,6 +581,9 @@ impl EngineLoop {
             Input::Listed { kind, seen } => {
                 self.relisted |= self.dry_run.is_some() && seen.is_some();
                 if let Some(seen) = seen {
+                    if let Some(recorder) = &mut self.recorder {
+                        recorder.relisted(kind, &seen, &self.engine);
+                    }
                     let deleted = self.engine.relisted(kind, &seen);
                     tracing::info!(kind = kind.as_str(), deleted, "relisted");
                 }

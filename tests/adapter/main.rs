@@ -15,6 +15,7 @@ mod snapshot_reference;
 
 mod damaged;
 mod fake_api_server;
+mod input_objects;
 mod load_balancer_fields;
 mod metrics;
 mod protobuf_endpoints;

@@ -8,6 +8,7 @@ mod hostile;
 mod load_balancers;
 mod parallel_writes;
 mod protobuf;
+mod record_trace;
 mod restarts;
 mod resync;
 mod shadow;
