@@ -52,9 +52,10 @@ pub struct RunArgs {
     #[command(flatten)]
     traffic_distribution: super::TrafficDistributionArgs,
     /// Delay of pod-triggered EndpointSlice syncs (e.g. 0s, 500ms, 1s), or `auto`: no delay
-    /// for a service that has not written lately, and for one that has, a window that doubles
-    /// each second the writes exceed the write limit (--kube-api-qps or --write-qps-steps) and
-    /// halves each second they stay under half of it, up to --max-batch-period.
+    /// for a service that has not written lately, and for one that has, a window widened (at
+    /// least doubled) each second the writes exceed the write limit (--kube-api-qps or
+    /// --write-qps-steps) and halved each second of writes under half of it, up to
+    /// --max-batch-period.
     #[arg(long, default_value = "0s", value_parser = batch_period_arg)]
     endpointslice_updates_batch_period: BatchPeriodArg,
     /// Delay of pod-triggered Endpoints syncs, or `auto`.

@@ -62,8 +62,9 @@ pub struct TuneArgs {
     /// Output format: text or json.
     #[arg(short = 'o', long = "output", default_value = "text")]
     output: String,
-    /// Also draw writes per second against p99 latency, each setting labelled, into this SVG.
-    #[arg(long, value_name = "FILE.svg")]
+    /// Also draw writes per second against p99 latency, each setting labelled, into this SVG or
+    /// PNG.
+    #[arg(long, value_name = "FILE.svg|FILE.png")]
     plot: Option<String>,
 }
 
@@ -142,8 +143,12 @@ pub fn run(args: TuneArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: -o {:?}: want text or json", args.output);
         return Ok(ExitCode::from(2));
     }
-    if let Some(path) = args.plot.as_deref().filter(|p| !p.ends_with(".svg")) {
-        eprintln!("error: --plot {path}: only SVG is drawn (give a .svg file)");
+    if let Some(path) = args
+        .plot
+        .as_deref()
+        .filter(|p| !super::tune_plot::drawable(p))
+    {
+        eprintln!("error: --plot {path}: give a .svg or .png file");
         return Ok(ExitCode::from(2));
     }
     let (settings, (steps, trace_start)) =

@@ -1,11 +1,12 @@
 //! How long a pod-triggered sync waits: upstream's fixed batch period, or a window that adapts per
 //! service (`--endpointslice-updates-batch-period auto`).
 //!
-//! The adaptive window is one per controller, moved once a second by the engine's write rate:
-//! doubled (from 100 ms, up to `--max-batch-period`) while the rate is over the write budget,
-//! halved for every second it stays under half of it. Only a service that wrote within the
-//! window waits for it; any other is synced at the floor (the fixed batch period, zero), so an
-//! isolated change, or the first after a calm spell, is not delayed.
+//! The adaptive window is one per controller, moved at most once a second by the engine's write
+//! rate: widened by the overshoot (at least doubled, from 100 ms, up to `--max-batch-period`)
+//! while the rate is over the write budget, halved for a second of writes under half of it, left
+//! alone by a silent second. Only a service that wrote within a few windows waits for it; any
+//! other is synced at the floor (the fixed batch period, zero), so an isolated change, or the
+//! first after a calm spell, is not delayed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,10 @@ use crate::queue::WriteBudget;
 /// The first step of a widening window, and the narrowest a window is before it falls back to
 /// the floor.
 const FIRST_STEP: Duration = Duration::from_millis(100);
+
+/// A service that wrote within this many windows is busy: its next change waits for the
+/// window. A pause of a few windows in a rolling update is not calm.
+const BUSY_WINDOWS: u32 = 4;
 
 /// The span over which the engine's write rate is measured.
 const RATE_SPAN: Duration = Duration::from_secs(1);
@@ -130,22 +135,23 @@ struct Pressure {
 }
 
 impl Pressure {
-    /// Doubles the window while the rate is over budget, halves it for every span the rate stays
-    /// under half of it: steps of one span, so the rate measured has seen the last step's effect.
+    /// Widens the window while the rate is over budget, by the overshoot (at least twice) so
+    /// that a flood is met in one step; halves it once for a span with writes under half of the
+    /// budget. A span without writes leaves it: a service that has not written lately is synced
+    /// at once whatever the window, and the next burst finds the window the last one needed.
+    /// Steps of one span, so the rate measured has seen the last step's effect.
     fn adjust(&mut self, now: Duration, floor: Duration, max: Duration, rate: &WriteRate) {
-        let spans = now.saturating_sub(self.adjusted_at).as_nanos() / RATE_SPAN.as_nanos();
-        if spans == 0 {
+        if now.saturating_sub(self.adjusted_at) < RATE_SPAN {
             return;
         }
         self.adjusted_at = now;
         let (per_second, budget) = (rate.per_second(now), rate.budget.qps());
         if per_second > budget {
-            // By how far the rate is over, so that a flood is met in one step, not four.
             let factor = (per_second / budget).clamp(2.0, 16.0);
             let widened = self.window.max(FIRST_STEP).mul_f64(factor);
             self.window = widened.min(max).max(floor);
-        } else if per_second < budget / 2.0 {
-            self.window /= 1u32 << spans.min(31) as u32;
+        } else if per_second > 0.0 && per_second < budget / 2.0 {
+            self.window /= 2;
             if self.window < FIRST_STEP {
                 self.window = floor;
             }
@@ -195,7 +201,8 @@ impl BatchWindows {
             pressure.adjust(now, self.floor, adaptive.max_batch_period, &self.rate);
             pressure.window
         };
-        let busy = (self.last_writes.get(key)).is_some_and(|at| now.saturating_sub(*at) < window);
+        let busy = (self.last_writes.get(key))
+            .is_some_and(|at| now.saturating_sub(*at) < window.saturating_mul(BUSY_WINDOWS));
         if busy { window } else { self.floor }
     }
 
@@ -292,29 +299,37 @@ mod tests {
     }
 
     #[test]
-    fn only_a_service_that_wrote_within_the_window_waits() {
+    fn only_a_service_that_wrote_within_a_few_windows_waits() {
         let (windows, rate) = auto(50.0);
         busy(&windows, &rate, "web", Duration::ZERO, 3000 * MS);
         let now = 3000 * MS;
         let window = windows.delay(&key("web"), now);
         assert!(window > 800 * MS && window < 820 * MS, "{window:?}");
         assert_eq!(windows.delay(&key("calm"), now), Duration::ZERO);
+        // Still busy three windows after its last write; calm after four.
+        assert_eq!(windows.delay(&key("web"), now + 3 * window), window);
+        assert_eq!(windows.delay(&key("web"), now + 4 * window), Duration::ZERO);
         windows.forget(&key("web"));
         assert_eq!(windows.delay(&key("web"), now), Duration::ZERO);
     }
 
     #[test]
-    fn under_half_the_budget_the_window_halves_each_second() {
+    fn a_second_of_few_writes_halves_the_window_and_a_silent_one_leaves_it() {
         let (windows, rate) = auto(5.0);
         busy(&windows, &rate, "web", Duration::ZERO, 5000 * MS);
         assert_eq!(windows.window(), 1000 * MS);
-        // Quiet from 5 s (last moved at 4 s): two seconds under budget by 6 s quarter it; below
-        // 100 ms it is the floor.
-        rate.record(6000 * MS, 1);
-        windows.wrote(&key("web"), 6000 * MS);
-        assert_eq!(windows.window(), 250 * MS);
+        // Silent from 5 s to 9 s: the next burst finds the window the last one needed.
         let _ = windows.delay(&key("web"), 9000 * MS);
-        assert_eq!(windows.window(), Duration::ZERO);
+        assert_eq!(windows.window(), 1000 * MS);
+        // One write a second, under half the budget: halved once a second, then the floor.
+        let mut seen = Vec::new();
+        for second in 10..15 {
+            let at = second * 1000 * MS;
+            rate.record(at, 1);
+            windows.wrote(&key("web"), at);
+            seen.push(windows.window());
+        }
+        assert_eq!(seen, [500, 250, 125, 0, 0].map(|ms| ms * MS));
     }
 
     #[test]

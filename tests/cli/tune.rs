@@ -124,15 +124,50 @@ fn the_plot_labels_every_setting_and_the_recommendation() {
         "{text}"
     );
     assert!(text.contains("p99 latency"), "{text}");
-    let png = dir.join("tune.png");
+    let pdf = dir.join("tune.pdf");
     let out = sliced(&[
         "--batch-period",
         "0s",
         "--plot",
-        png.to_str().expect("path"),
+        pdf.to_str().expect("path"),
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("SVG"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".svg or .png"));
+}
+
+/// A PNG is drawn with the embedded font: the labels are there on a machine without fonts, in
+/// the recommended point's red as well as the others' blue.
+#[test]
+fn the_png_plot_draws_its_labels() {
+    let dir = std::env::temp_dir().join(format!("sliced-tune-png-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let png = dir.join("tune.png");
+    let out = sliced(&[
+        "--batch-period",
+        "0s,1s",
+        "--plot",
+        png.to_str().expect("path"),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let image = image::open(&png).expect("a PNG").to_rgb8();
+    assert_eq!(image.dimensions(), (900, 600));
+    let count = |want: fn(&image::Rgb<u8>) -> bool| image.pixels().filter(|p| want(p)).count();
+    let red = count(|p| p[0] > 200 && p[1] < 80 && p[2] < 80);
+    let blue = count(|p| p[2] > 200 && p[0] < 80 && p[1] < 80);
+    let dark = count(|p| p[0] < 80 && p[1] < 80 && p[2] < 80);
+    // Two dots of 5 px radius are ~80 pixels each; labels, caption and axes add thousands.
+    assert!(
+        red > 300 && blue > 300,
+        "red {red}, blue {blue}: labels drawn"
+    );
+    assert!(
+        dark > 2000,
+        "{dark} dark pixels: caption and axis text drawn"
+    );
 }
 
 /// `auto`: on a rolling update over budget, fewer writes than no batch period, no change waits
