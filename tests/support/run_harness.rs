@@ -248,7 +248,7 @@ fn snapshot(text: &str) -> sliced::snapshot::Snapshot {
 
 /// The endpoints of every service's slices, as comparable text: service, address type, ports and
 /// the sorted endpoints, whatever slices they are packed into.
-fn endpoints_by_service(slices: &[Value]) -> BTreeMap<String, Vec<String>> {
+pub fn endpoints_by_service(slices: &[Value]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for s in slices {
         let meta = &s["metadata"];

@@ -18,7 +18,7 @@ use sliced::sink::Object;
 
 use super::set_ready;
 use crate::fake_api::FakeApiServer;
-use crate::run_harness::{node, options, pod, service, settle, start};
+use crate::run_harness::{self, node, options, pod, service, settle, start};
 
 fn temp_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sliced-record-{test}-{}", std::process::id()));
@@ -140,34 +140,13 @@ async fn churn(fake: &FakeApiServer, running: &crate::run_harness::Running) {
 /// Slices by service, address type, ports and manager, with their endpoints sorted; Endpoints by
 /// name with their subsets. Names, resourceVersions and trigger times are left out.
 fn content(objects: impl IntoIterator<Item = Value>) -> BTreeMap<String, Vec<String>> {
-    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for o in objects {
+    let (endpoints, slices): (Vec<Value>, Vec<Value>) =
+        (objects.into_iter()).partition(|o| o["kind"] == "Endpoints" || o.get("subsets").is_some());
+    let mut out = run_harness::endpoints_by_service(&slices);
+    for o in endpoints {
         let meta = &o["metadata"];
-        if o["kind"] == "Endpoints" || o.get("subsets").is_some() {
-            let key = format!("Endpoints {}/{}", meta["namespace"], meta["name"]);
-            out.entry(key).or_default().push(o["subsets"].to_string());
-            continue;
-        }
-        let labels = &meta["labels"];
-        let key = format!(
-            "EndpointSlice {}/{} {} {} managed-by={}",
-            meta["namespace"],
-            labels["kubernetes.io/service-name"],
-            o["addressType"],
-            o["ports"],
-            labels["endpointslice.kubernetes.io/managed-by"]
-        );
-        let list = out.entry(key).or_default();
-        for e in o["endpoints"].as_array().into_iter().flatten() {
-            let mut e = e.clone();
-            if let Some(r) = e.get_mut("targetRef").and_then(Value::as_object_mut) {
-                r.remove("resourceVersion");
-            }
-            list.push(e.to_string());
-        }
-    }
-    for list in out.values_mut() {
-        list.sort();
+        let key = format!("Endpoints {}/{}", meta["namespace"], meta["name"]);
+        out.entry(key).or_default().push(o["subsets"].to_string());
     }
     out
 }
