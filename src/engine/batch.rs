@@ -192,10 +192,12 @@ impl BatchWindows {
 
     /// How long a sync of `key` queued by a pod change at `now` waits: the floor, or, for a
     /// service that wrote within the adaptive window, the window.
-    pub fn delay(&self, key: &ServiceKey, now: Duration) -> Duration {
+    /// `now` is read only when the window is adaptive: a fixed period costs a pod event no clock.
+    pub fn delay(&self, key: &ServiceKey, now: impl FnOnce() -> Duration) -> Duration {
         let Some(adaptive) = self.adaptive else {
             return self.floor;
         };
+        let now = now();
         let window = {
             let mut pressure = self.pressure.lock();
             pressure.adjust(now, self.floor, adaptive.max_batch_period, &self.rate);
@@ -274,7 +276,7 @@ mod tests {
         let rate = Arc::new(WriteRate::default());
         let windows = BatchWindows::new(500 * MS, None, Arc::clone(&rate));
         busy(&windows, &rate, "web", Duration::ZERO, 5000 * MS);
-        assert_eq!(windows.delay(&key("web"), 5000 * MS), 500 * MS);
+        assert_eq!(windows.delay(&key("web"), || 5000 * MS), 500 * MS);
         assert_eq!(windows.window(), 500 * MS);
     }
 
@@ -303,14 +305,17 @@ mod tests {
         let (windows, rate) = auto(50.0);
         busy(&windows, &rate, "web", Duration::ZERO, 3000 * MS);
         let now = 3000 * MS;
-        let window = windows.delay(&key("web"), now);
+        let window = windows.delay(&key("web"), || now);
         assert!(window > 800 * MS && window < 820 * MS, "{window:?}");
-        assert_eq!(windows.delay(&key("calm"), now), Duration::ZERO);
+        assert_eq!(windows.delay(&key("calm"), || now), Duration::ZERO);
         // Still busy three windows after its last write; calm after four.
-        assert_eq!(windows.delay(&key("web"), now + 3 * window), window);
-        assert_eq!(windows.delay(&key("web"), now + 4 * window), Duration::ZERO);
+        assert_eq!(windows.delay(&key("web"), || now + 3 * window), window);
+        assert_eq!(
+            windows.delay(&key("web"), || now + 4 * window),
+            Duration::ZERO
+        );
         windows.forget(&key("web"));
-        assert_eq!(windows.delay(&key("web"), now), Duration::ZERO);
+        assert_eq!(windows.delay(&key("web"), || now), Duration::ZERO);
     }
 
     #[test]
@@ -319,7 +324,7 @@ mod tests {
         busy(&windows, &rate, "web", Duration::ZERO, 5000 * MS);
         assert_eq!(windows.window(), 1000 * MS);
         // Silent from 5 s to 9 s: the next burst finds the window the last one needed.
-        let _ = windows.delay(&key("web"), 9000 * MS);
+        let _ = windows.delay(&key("web"), || 9000 * MS);
         assert_eq!(windows.window(), 1000 * MS);
         // One write a second, under half the budget: halved once a second, then the floor.
         let mut seen = Vec::new();
@@ -336,7 +341,7 @@ mod tests {
     fn under_budget_nothing_widens() {
         let (windows, rate) = auto(1000.0);
         busy(&windows, &rate, "web", Duration::ZERO, 5000 * MS);
-        assert_eq!(windows.delay(&key("web"), 5000 * MS), Duration::ZERO);
+        assert_eq!(windows.delay(&key("web"), || 5000 * MS), Duration::ZERO);
     }
 
     #[test]

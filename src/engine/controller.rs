@@ -129,7 +129,7 @@ impl PodRules<'_> {
     pub fn pod_changed(&self, key: &ServiceKey, pod: &Name, queued: bool) {
         self.changes.pod_changed(key, pod);
         if queued {
-            let delay = self.batch.delay(key, self.queue.now());
+            let delay = self.batch.delay(key, || self.queue.now());
             self.queue.add_after(key.clone(), delay);
         }
     }

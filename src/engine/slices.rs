@@ -312,7 +312,7 @@ impl Handlers for EndpointSliceController {
                 // until the pod GC deletes them (40 s at least), or leaves a new node's pods out
                 // and a moved node's old zone in place until something else syncs the service.
                 if queued.insert(key.clone()) {
-                    let delay = self.batch.delay(&key, self.queue.now());
+                    let delay = self.batch.delay(&key, || self.queue.now());
                     self.queue.add_after(key, delay);
                 }
             }
