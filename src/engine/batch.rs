@@ -1,5 +1,5 @@
-//! How long a pod-triggered sync waits: upstream's fixed batch period, or a window that adapts per
-//! service (`--endpointslice-updates-batch-period auto`).
+//! How long a pod-triggered sync waits: upstream's fixed batch period, or an adaptive window
+//! (`--endpointslice-updates-batch-period auto`).
 //!
 //! The adaptive window is one per controller, moved at most once a second by the engine's write
 //! rate: widened by the overshoot (at least doubled, from 100 ms, up to `--max-batch-period`)
@@ -145,7 +145,11 @@ impl Pressure {
             return;
         }
         self.adjusted_at = now;
-        let (per_second, budget) = (rate.per_second(now), rate.budget.qps());
+        let per_second = rate.per_second(now);
+        // No limit (`--kube-api-qps 0`, as the token bucket reads it): nothing to stay under.
+        let budget = Some(rate.budget.qps())
+            .filter(|qps| *qps > 0.0)
+            .unwrap_or(f64::INFINITY);
         if per_second > budget {
             let factor = (per_second / budget).clamp(2.0, 16.0);
             let widened = self.window.max(FIRST_STEP).mul_f64(factor);
@@ -167,7 +171,7 @@ pub(super) struct BatchWindows {
     pressure: Mutex<Pressure>,
     /// Every controller's writes: the budget is the engine's, not one controller's.
     rate: Arc<WriteRate>,
-    /// When each service last wrote, while adaptive: one that wrote within the window is busy.
+    /// When each service last wrote, while adaptive: one that wrote within a few windows is busy.
     last_writes: DashMap<ServiceKey, Duration, RandomState>,
 }
 
@@ -191,8 +195,8 @@ impl BatchWindows {
     }
 
     /// How long a sync of `key` queued by a pod change at `now` waits: the floor, or, for a
-    /// service that wrote within the adaptive window, the window.
-    /// `now` is read only when the window is adaptive: a fixed period costs a pod event no clock.
+    /// service that wrote within the last few windows, the adaptive window. `now` is read only
+    /// when the window is adaptive: a fixed period costs a pod event no clock.
     pub fn delay(&self, key: &ServiceKey, now: impl FnOnce() -> Duration) -> Duration {
         let Some(adaptive) = self.adaptive else {
             return self.floor;
@@ -342,6 +346,15 @@ mod tests {
         let (windows, rate) = auto(1000.0);
         busy(&windows, &rate, "web", Duration::ZERO, 5000 * MS);
         assert_eq!(windows.delay(&key("web"), || 5000 * MS), Duration::ZERO);
+    }
+
+    #[test]
+    fn no_limit_never_widens() {
+        for qps in [0.0, -1.0, f64::NAN] {
+            let (windows, rate) = auto(qps);
+            busy(&windows, &rate, "web", Duration::ZERO, 3000 * MS);
+            assert_eq!(windows.window(), Duration::ZERO, "{qps}");
+        }
     }
 
     #[test]
