@@ -11,6 +11,7 @@ mod projection;
 mod selector;
 mod set;
 mod slices;
+mod slots;
 mod store;
 
 use std::fmt;

@@ -12,18 +12,20 @@ use smallvec::SmallVec;
 
 use super::selector::SelectorCache;
 use super::set::{Map, NameSet, Pair};
+use super::slots::{PodSlots, Removed, Slot};
 use crate::model::{Labels, Name, Pod, Service};
 
 #[derive(Debug)]
 struct ServiceEntry {
     service: Arc<Service>,
-    /// The pods the selector matches, in name order. Empty when there is no selector.
-    members: BTreeMap<Name, Arc<Pod>>,
+    /// The slots of the pods the selector matches, in pod name order. Empty when there is no
+    /// selector.
+    members: BTreeMap<Name, Slot>,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Namespace {
-    pods: Map<Name, Arc<Pod>>,
+    pods: PodSlots,
     services: Map<Name, ServiceEntry>,
     selectors: SelectorCache,
     /// The inverted pod label index: which pods carry each pair.
@@ -43,11 +45,11 @@ impl Namespace {
     }
 
     pub(crate) fn pods(&self) -> impl Iterator<Item = &Arc<Pod>> {
-        self.pods.values()
+        self.pods.iter()
     }
 
     pub(crate) fn pod_names(&self) -> Vec<Name> {
-        self.pods.keys().cloned().collect()
+        self.pods.iter().map(|p| p.meta.name.clone()).collect()
     }
 
     pub(crate) fn service(&self, name: &str) -> Option<&Arc<Service>> {
@@ -66,7 +68,11 @@ impl Namespace {
     pub(crate) fn members(&self, name: &str) -> Vec<Arc<Pod>> {
         self.services
             .get(name)
-            .map(|e| e.members.values().cloned().collect())
+            .map(|e| {
+                (e.members.values())
+                    .filter_map(|&slot| self.pods.at(slot).cloned())
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -74,7 +80,11 @@ impl Namespace {
         let pods: Vec<&Pod> = self
             .services
             .get(name)
-            .map(|e| e.members.values().map(|p| p.as_ref()).collect())
+            .map(|e| {
+                (e.members.values())
+                    .filter_map(|&slot| self.pods.at(slot).map(|p| p.as_ref()))
+                    .collect()
+            })
             .unwrap_or_default();
         f(&pods)
     }
@@ -89,9 +99,9 @@ impl Namespace {
         nodes: &std::collections::HashSet<Name, ahash::RandomState>,
         mut f: impl FnMut(&Name, &Arc<Service>),
     ) {
-        for (name, pod) in &self.pods {
+        for pod in self.pods.iter() {
             if pod.node_name.as_ref().is_some_and(|n| nodes.contains(n)) {
-                self.for_each_match(&pod.meta.labels, |s| f(name, s));
+                self.for_each_match(&pod.meta.labels, |s| f(&pod.meta.name, s));
             }
         }
     }
@@ -107,72 +117,60 @@ impl Namespace {
         out
     }
 
-    /// Stores `pod` and updates the label index and the member sets of the services it joins,
-    /// leaves or stays in. Returns the previous version and the stored one.
+    /// Stores `pod` and updates the label index and the member sets of the services it joins or
+    /// leaves. Returns the previous version and the stored one.
     pub(crate) fn apply_pod(&mut self, mut pod: Arc<Pod>) -> (Option<Arc<Pod>>, Arc<Pod>) {
-        let old = self.pods.get(pod.meta.name.as_str()).cloned();
-        let name = match &old {
-            Some(old) => {
-                // Share the stored name: the sets below hold it already, and a converted update
-                // brings its own copy of the string.
-                if let Some(p) = Arc::get_mut(&mut pod) {
-                    p.meta.name = old.meta.name.clone();
-                }
-                old.meta.name.clone()
+        if let Some((slot, stored)) = self.pods.find_mut(pod.meta.name.as_str()) {
+            // Share the stored name: the sets below hold it already, and a converted update
+            // brings its own copy of the string.
+            if let Some(p) = Arc::get_mut(&mut pod) {
+                p.meta.name = stored.meta.name.clone();
             }
-            None => pod.meta.name.clone(),
-        };
-        self.pods.insert(name.clone(), pod.clone());
-
-        match &old {
-            None => {
-                for (k, v) in pod.meta.labels.iter() {
-                    self.pods_by_pair
-                        .entry((k.clone(), v.clone()))
-                        .or_default()
-                        .insert(name.clone());
-                }
-                self.join(&name, &pod, &self.matched(&pod.meta.labels));
+            // Every member set holds the slot: the commonest update, a status change, is done.
+            let old = std::mem::replace(stored, Arc::clone(&pod));
+            if old.meta.labels != pod.meta.labels {
+                self.relabel(slot, &old, &pod);
             }
-            // The commonest update, a status change: same services, new version.
-            Some(old) if old.meta.labels == pod.meta.labels => {
-                self.join(&name, &pod, &self.matched(&pod.meta.labels));
-            }
-            Some(old) => {
-                let (before, after) = (&old.meta.labels, &pod.meta.labels);
-                for (k, v) in before.iter().filter(|(k, v)| after.get(k) != Some(v)) {
-                    self.unindex_pair(k, v, &name);
-                }
-                for (k, v) in after.iter().filter(|(k, v)| before.get(k) != Some(v)) {
-                    self.pods_by_pair
-                        .entry((k.clone(), v.clone()))
-                        .or_default()
-                        .insert(name.clone());
-                }
-                let left = self.matched(before);
-                let joined = self.matched(after);
-                for service in left.iter().filter(|s| !joined.contains(s)) {
-                    if let Some(entry) = self.services.get_mut(service) {
-                        entry.members.remove(&name);
-                    }
-                }
-                self.join(&name, &pod, &joined);
+            return (Some(old), pod);
+        }
+        let slot = self.pods.insert(Arc::clone(&pod));
+        let name = &pod.meta.name;
+        for (k, v) in pod.meta.labels.iter() {
+            self.pods_by_pair
+                .entry((k.clone(), v.clone()))
+                .or_default()
+                .insert(name.clone());
+        }
+        for service in self.matched(&pod.meta.labels) {
+            if let Some(entry) = self.services.get_mut(&service) {
+                entry.members.insert(name.clone(), slot);
             }
         }
-        (old, pod)
+        (None, pod)
     }
 
-    /// Inserts or refreshes `pod` in the member sets of `services`.
-    fn join(&mut self, name: &Name, pod: &Arc<Pod>, services: &Matched) {
-        for service in services {
+    /// Moves the pod in `slot` between label pairs and member sets after its labels changed.
+    fn relabel(&mut self, slot: Slot, old: &Pod, pod: &Pod) {
+        let (before, after, name) = (&old.meta.labels, &pod.meta.labels, &pod.meta.name);
+        for (k, v) in before.iter().filter(|(k, v)| after.get(k) != Some(v)) {
+            self.unindex_pair(k, v, name);
+        }
+        for (k, v) in after.iter().filter(|(k, v)| before.get(k) != Some(v)) {
+            self.pods_by_pair
+                .entry((k.clone(), v.clone()))
+                .or_default()
+                .insert(name.clone());
+        }
+        let left = self.matched(before);
+        let joined = self.matched(after);
+        for service in left.iter().filter(|s| !joined.contains(s)) {
             if let Some(entry) = self.services.get_mut(service) {
-                // A status update replaces the pod in place: no key is cloned or dropped.
-                match entry.members.get_mut(name) {
-                    Some(member) => *member = Arc::clone(pod),
-                    None => {
-                        entry.members.insert(name.clone(), Arc::clone(pod));
-                    }
-                }
+                entry.members.remove(name);
+            }
+        }
+        for service in joined.iter().filter(|s| !left.contains(s)) {
+            if let Some(entry) = self.services.get_mut(service) {
+                entry.members.insert(name.clone(), slot);
             }
         }
     }
@@ -188,7 +186,7 @@ impl Namespace {
     }
 
     pub(crate) fn delete_pod(&mut self, name: &str) -> Option<Arc<Pod>> {
-        let old = self.pods.remove(name)?;
+        let Removed { pod: old, moved } = self.pods.remove(name)?;
         let name = &old.meta.name;
         for (k, v) in old.meta.labels.iter() {
             self.unindex_pair(k, v, name);
@@ -196,6 +194,16 @@ impl Namespace {
         for service in self.matched(&old.meta.labels) {
             if let Some(entry) = self.services.get_mut(&service) {
                 entry.members.remove(name);
+            }
+        }
+        // The last pod took the freed slot: its member sets follow it.
+        if let Some((slot, moved)) = moved {
+            for service in self.matched(&moved.meta.labels) {
+                let member = (self.services.get_mut(&service))
+                    .and_then(|entry| entry.members.get_mut(&moved.meta.name));
+                if let Some(member) = member {
+                    *member = slot;
+                }
             }
         }
         Some(old)
@@ -228,12 +236,10 @@ impl Namespace {
     }
 
     /// The pods `selector` matches, found through its rarest pair rather than a scan.
-    fn select(&self, selector: &Labels) -> BTreeMap<Name, Arc<Pod>> {
+    fn select(&self, selector: &Labels) -> BTreeMap<Name, Slot> {
         if selector.is_empty() {
-            return self
-                .pods
-                .iter()
-                .map(|(n, p)| (n.clone(), p.clone()))
+            return (self.pods.iter().enumerate())
+                .map(|(slot, p)| (p.meta.name.clone(), slot))
                 .collect();
         }
         let mut rarest: Option<&NameSet> = None;
@@ -251,41 +257,40 @@ impl Namespace {
         // Collected then sorted in bulk: denser B-tree nodes than inserting one by one.
         candidates
             .iter()
-            .filter_map(|n| self.pods.get(n).map(|p| (n, p)))
+            .filter_map(|n| self.pods.find(n))
             .filter(|(_, p)| p.meta.labels.matches(selector))
-            .map(|(n, p)| (n.clone(), p.clone()))
+            .map(|(slot, p)| (p.meta.name.clone(), slot))
             .collect()
     }
 
     #[cfg(test)]
     pub(crate) fn check_invariants(&self) {
-        for (name, pod) in &self.pods {
-            assert_eq!(name, &pod.meta.name);
+        self.pods.check_invariants();
+        for pod in self.pods.iter() {
+            let name = &pod.meta.name;
             for (k, v) in pod.meta.labels.iter() {
                 let set = self.pods_by_pair.get(&(k.clone(), v.clone()));
                 assert!(set.is_some_and(|s| s.iter().any(|n| n == name)));
             }
         }
         let indexed: usize = self.pods_by_pair.values().map(|s| s.len()).sum();
-        let labels: usize = self.pods.values().map(|p| p.meta.labels.len()).sum();
+        let labels: usize = self.pods.iter().map(|p| p.meta.labels.len()).sum();
         assert_eq!(indexed, labels);
         for entry in self.services.values() {
             let expected: Vec<&Name> = match &entry.service.selector {
                 None => Vec::new(),
                 Some(sel) => {
-                    let mut v: Vec<&Name> = self
-                        .pods
-                        .iter()
-                        .filter(|(_, p)| p.meta.labels.matches(sel))
-                        .map(|(n, _)| n)
+                    let mut v: Vec<&Name> = (self.pods.iter())
+                        .filter(|p| p.meta.labels.matches(sel))
+                        .map(|p| &p.meta.name)
                         .collect();
                     v.sort();
                     v
                 }
             };
             assert_eq!(entry.members.keys().collect::<Vec<_>>(), expected);
-            for (n, p) in &entry.members {
-                assert!(self.pods.get(n).is_some_and(|q| Arc::ptr_eq(p, q)));
+            for (n, &slot) in &entry.members {
+                assert!(self.pods.at(slot).is_some_and(|p| &p.meta.name == n));
             }
         }
         let filed = self
