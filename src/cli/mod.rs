@@ -33,31 +33,16 @@ pub fn duration_arg(s: &str) -> Result<std::time::Duration, String> {
     sliced::duration::parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// A batch period flag: a Go-style duration, or `auto` for the adaptive window.
-pub fn batch_period_arg(s: &str) -> Result<BatchPeriodArg, String> {
-    match s {
-        "auto" => Ok(BatchPeriodArg::Auto),
-        _ => duration_arg(s).map(BatchPeriodArg::Fixed),
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub enum BatchPeriodArg {
-    Fixed(std::time::Duration),
-    Auto,
-}
-
-impl BatchPeriodArg {
-    /// The engine's fields for this flag: the fixed period, and the adaptive window's bounds.
-    pub fn split(
-        self,
-        adaptive: sliced::engine::AdaptiveBatch,
-    ) -> (std::time::Duration, Option<sliced::engine::AdaptiveBatch>) {
-        match self {
-            BatchPeriodArg::Fixed(period) => (period, None),
-            BatchPeriodArg::Auto => sliced::engine::BatchPeriod::Auto(adaptive).split(),
-        }
-    }
+/// A batch period flag: a Go-style duration, or `auto` for the adaptive window. Checked here,
+/// kept as given: `auto`'s bounds come from other flags (`BatchPeriod::parse` reads it again).
+pub fn batch_period_arg(s: &str) -> Result<String, String> {
+    let any_bounds = sliced::engine::AdaptiveBatch {
+        max_batch_period: std::time::Duration::ZERO,
+        write_qps: 0.0,
+    };
+    sliced::engine::BatchPeriod::parse(s, any_bounds)
+        .map(|_| s.to_owned())
+        .map_err(|e| e.to_string())
 }
 
 /// The address pools of `--lb-pools` files added to `pools` (those given with the input), checked

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{ArgAction, Args};
 use sliced::controllers::Controllers;
-use sliced::engine::{AdaptiveBatch, EngineOptions, LoadBalancerOptions};
+use sliced::engine::{AdaptiveBatch, BatchPeriod, EngineOptions, LoadBalancerOptions};
 use sliced::kube::launch::run_until_terminated;
 use sliced::kube::lease::LeaseConfig;
 use sliced::kube::run::RunOptions;
@@ -17,7 +17,7 @@ use sliced::kube::trace_record::{Limits, RecordTrace, check_writable};
 use sliced::queue::WriteQpsSteps;
 use sliced::reconcile::load_balancer::ClassFilter;
 
-use super::{BatchPeriodArg, batch_period_arg, duration_arg};
+use super::{batch_period_arg, duration_arg};
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -57,10 +57,10 @@ pub struct RunArgs {
     /// --write-qps-steps) and halved each second of writes under half of it, up to
     /// --max-batch-period.
     #[arg(long, default_value = "0s", value_parser = batch_period_arg)]
-    endpointslice_updates_batch_period: BatchPeriodArg,
+    endpointslice_updates_batch_period: String,
     /// Delay of pod-triggered Endpoints syncs, or `auto`.
     #[arg(long, default_value = "0s", value_parser = batch_period_arg)]
-    endpoint_updates_batch_period: BatchPeriodArg,
+    endpoint_updates_batch_period: String,
     /// The widest window of an `auto` batch period.
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     max_batch_period: Duration,
@@ -221,9 +221,11 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         // The engine follows the limit as it moves; this is where it starts.
         write_qps: (write_qps_steps.as_ref()).map_or(args.kube_api_qps, |s| s.qps_for(0)),
     };
-    let (batch_period, adaptive_batch) = args.endpointslice_updates_batch_period.split(adaptive);
+    // Both were checked when the flags were read.
+    let period = |text: &str| BatchPeriod::parse(text, adaptive).map(BatchPeriod::split);
+    let (batch_period, adaptive_batch) = period(&args.endpointslice_updates_batch_period)?;
     let (endpoints_batch_period, endpoints_adaptive_batch) =
-        args.endpoint_updates_batch_period.split(adaptive);
+        period(&args.endpoint_updates_batch_period)?;
     let record_trace = args.record_trace.as_ref().map(|path| RecordTrace {
         path: path.clone(),
         limits: Limits {

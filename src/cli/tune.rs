@@ -83,11 +83,8 @@ fn settings(args: &TuneArgs) -> Result<Vec<Setting>, String> {
         max_batch_period: args.max_batch_period,
         write_qps: args.max_write_qps.unwrap_or(DEFAULT_WRITE_QPS),
     };
-    let periods = list("batch-period", &args.batch_period, |s| match s {
-        "auto" => Some(BatchPeriod::Auto(adaptive)),
-        _ => sliced::duration::parse_duration(s)
-            .ok()
-            .map(BatchPeriod::Fixed),
+    let periods = list("batch-period", &args.batch_period, |s| {
+        BatchPeriod::parse(s, adaptive).ok()
     })?;
     let sizes = list(
         "max-endpoints-per-slice",

@@ -48,6 +48,18 @@ pub enum BatchPeriod {
 }
 
 impl BatchPeriod {
+    /// Reads a batch period flag's value: a Go-style duration (`0s`, `500ms`), or `auto` for
+    /// the adaptive window within `adaptive`'s bounds.
+    pub fn parse(
+        text: &str,
+        adaptive: AdaptiveBatch,
+    ) -> Result<BatchPeriod, crate::duration::DurationError> {
+        match text {
+            "auto" => Ok(BatchPeriod::Auto(adaptive)),
+            _ => crate::duration::parse_duration(text).map(BatchPeriod::Fixed),
+        }
+    }
+
     /// The engine's fields for this value: the fixed delay (the floor of an adaptive window,
     /// zero) and the adaptive window's bounds.
     pub fn split(self) -> (Duration, Option<AdaptiveBatch>) {
