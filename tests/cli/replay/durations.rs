@@ -74,6 +74,14 @@ fn durations_beyond_a_hundred_years_exit_2_with_a_message() {
         ),
         (
             vec![
+                "run".into(),
+                "--endpointslice-updates-batch-period".into(),
+                "1e20".into(),
+            ],
+            "--endpointslice-updates-batch-period",
+        ),
+        (
+            vec![
                 "simulate".into(),
                 "--events".into(),
                 ok_trace,
