@@ -31,7 +31,10 @@ pub struct ReplayArgs<'a> {
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     let steps = match load_trace_file(args.events) {
-        Ok(steps) => steps,
+        Ok(trace) => {
+            warn_cut_off(args.events, &trace);
+            trace.steps
+        }
         Err(e) => {
             eprintln!("error: {e}");
             return Ok(ExitCode::from(2));
@@ -172,4 +175,13 @@ pub fn fault_summary(r: &ReplayResult) -> Value {
         "leader_changes_survived": report.counts.leader_changes,
         "unmanaged_writes": report.unmanaged_writes,
     })
+}
+
+/// Says on standard error that a recording's last line, cut off by a crash, was left out.
+pub fn warn_cut_off(file: &str, trace: &sliced::kube::trace_file::Trace) {
+    if let Some(line) = trace.cut_off_line {
+        eprintln!(
+            "warning: {file}: line {line} is cut off (the recording stopped mid-write) and is left out"
+        );
+    }
 }

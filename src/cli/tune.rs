@@ -112,9 +112,9 @@ fn settings(args: &TuneArgs) -> Result<Vec<Setting>, String> {
 /// The steps to replay and when the measured part starts.
 fn steps(args: &TuneArgs) -> Result<(Vec<Step>, Duration), String> {
     if let Some(file) = &args.events {
-        return load_trace_file(file)
-            .map(|steps| (steps, Duration::ZERO))
-            .map_err(|e| e.to_string());
+        let trace = load_trace_file(file).map_err(|e| e.to_string())?;
+        super::replay::warn_cut_off(file, &trace);
+        return Ok((trace.steps, Duration::ZERO));
     }
     let spec = ClusterSpec {
         pods: args.pods,

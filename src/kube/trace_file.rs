@@ -55,7 +55,16 @@ const KINDS: [(&str, &str); 6] = [
 
 const KIND_NAMES: &str = "Service, Pod, Node, Namespace, EndpointSlice or Endpoints";
 
-pub fn load_trace_file(path: impl AsRef<Path>) -> Result<Vec<Step>, TraceFileError> {
+/// The steps of a trace file, in file order.
+#[derive(Debug)]
+pub struct Trace {
+    pub steps: Vec<Step>,
+    /// The last line of a recording that a crash cut off mid-write (counted from 1): left out,
+    /// every whole line before it kept.
+    pub cut_off_line: Option<usize>,
+}
+
+pub fn load_trace_file(path: impl AsRef<Path>) -> Result<Trace, TraceFileError> {
     let path = path.as_ref();
     let file = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| TraceFileError::File {
@@ -67,26 +76,38 @@ pub fn load_trace_file(path: impl AsRef<Path>) -> Result<Vec<Step>, TraceFileErr
 
 /// Parses the steps of an events file (YAML or JSON). Steps keep file order; the replay applies
 /// steps of the same time in that order.
-pub fn load_trace(file: &str, text: &str) -> Result<Vec<Step>, TraceFileError> {
+pub fn load_trace(file: &str, text: &str) -> Result<Trace, TraceFileError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     // A recorded trace (`sliced run --record-trace`) is read line by line, several times faster
     // than as YAML; the steps and their errors are the same.
-    if let Some(steps) = json_lines(text) {
-        return steps
-            .into_iter()
-            .enumerate()
+    if let Some(lines) = json_lines(text) {
+        let steps = (lines.steps.into_iter().enumerate())
             .map(|(i, step)| parse_step(file, i + 1, step))
-            .collect();
+            .collect::<Result<_, _>>()?;
+        return Ok(Trace {
+            steps,
+            cut_off_line: lines.cut_off_line,
+        });
     }
-    load_yaml_trace(file, text)
+    Ok(Trace {
+        steps: load_yaml_trace(file, text)?,
+        cut_off_line: None,
+    })
+}
+
+struct JsonLines {
+    steps: Vec<Value>,
+    cut_off_line: Option<usize>,
 }
 
 /// The steps of a file whose every line that is not blank is `- {...}`, one JSON object each, as
 /// the recorder writes them; `None` for any other file, or a line that is not JSON (which the
-/// YAML path then words as it would).
-fn json_lines(text: &str) -> Option<Vec<Value>> {
+/// YAML path then words as it would). The recorder ends every line it writes: a last line that
+/// is not JSON and not ended is one a crash cut off, and is left out.
+fn json_lines(text: &str) -> Option<JsonLines> {
     let mut steps = Vec::new();
-    for line in text.lines() {
+    let mut lines = text.lines().enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
         let line = line.trim_end();
         if line.is_empty() {
             continue;
@@ -95,9 +116,21 @@ fn json_lines(text: &str) -> Option<Vec<Value>> {
         if !body.starts_with('{') {
             return None;
         }
-        steps.push(serde_json::from_str(body).ok()?);
+        match serde_json::from_str(body) {
+            Ok(step) => steps.push(step),
+            Err(_) if lines.peek().is_none() && !text.ends_with('\n') && !steps.is_empty() => {
+                return Some(JsonLines {
+                    steps,
+                    cut_off_line: Some(i + 1),
+                });
+            }
+            Err(_) => return None,
+        }
     }
-    Some(steps)
+    Some(JsonLines {
+        steps,
+        cut_off_line: None,
+    })
 }
 
 /// The YAML (or JSON) path of [`load_trace`].
@@ -485,7 +518,7 @@ mod tests {
             Err(e) => format!("error: {e}"),
         };
         (
-            show(load_trace("t.yaml", text)),
+            show(load_trace("t.yaml", text).map(|t| t.steps)),
             show(load_yaml_trace("t.yaml", text)),
         )
     }
@@ -527,7 +560,7 @@ mod tests {
         assert!(!fast.starts_with("error"), "{fast}");
         assert_eq!(fast, yaml);
         assert_eq!(
-            load_trace("t", &text).map(|s| s.len()).ok(),
+            load_trace("t", &text).map(|t| t.steps.len()).ok(),
             Some(
                 cluster.snapshot.nodes.len()
                     + cluster.snapshot.services.len()
@@ -548,12 +581,27 @@ mod tests {
             assert!(fast.starts_with("error: t.yaml"), "{fast}");
             assert_eq!(fast, yaml);
         }
-        // A line that is not JSON (cut short by a crash) is left to the YAML parser to word.
+        // The last line of a recording cut short by a crash (not ended, not JSON) is left out,
+        // and said to be; the whole lines before it load.
         let first = &text[..text.find('\n').map_or(0, |i| i + 1)];
         let cut = format!("{first}- {{\"at\":\"1s\",\"apply\":{{\"ki");
-        let cut = cut.as_str();
-        assert!(json_lines(cut).is_none());
-        assert!(load_trace("t.yaml", cut).is_err());
+        let loaded = load_trace("t.yaml", &cut);
+        assert!(
+            matches!(&loaded, Ok(t) if t.steps.len() == 1 && t.cut_off_line == Some(2)),
+            "{loaded:?}"
+        );
+        assert_eq!(
+            format!("{:?}", loaded.map(|t| t.steps).ok()),
+            format!("{:?}", load_trace("t.yaml", first).map(|t| t.steps).ok())
+        );
+        // The same line ended, or with a line after it, was written so: an error, worded by the
+        // YAML parser.
+        for broken in [format!("{cut}\n"), format!("{cut}\n{first}")] {
+            assert!(json_lines(&broken).is_none());
+            assert!(load_trace("t.yaml", &broken).is_err(), "{broken}");
+        }
+        // A file of one cut-off line holds no whole step: an error too.
+        assert!(load_trace("t.yaml", "- {\"at\":\"1s\",\"apply\":{\"ki").is_err());
     }
 
     /// Serialises anything to a JSON string (the recorder's objects).

@@ -15,7 +15,7 @@ fn read_back(object: &impl serde::Serialize) -> Change {
     let json = serde_json::to_string(object).unwrap();
     let text = format!("- {{\"at\":\"0s\",\"apply\":{json}}}\n");
     let mut steps = match load_trace("round-trip", &text) {
-        Ok(steps) => steps,
+        Ok(trace) => trace.steps,
         Err(e) => panic!("{e}\n{json}"),
     };
     assert_eq!(steps.len(), 1);

@@ -233,7 +233,7 @@ async fn a_recorded_trace_replays_to_the_objects_the_run_left() {
     );
 
     // The library's replay, with the run's controllers.
-    let steps = load_trace_file(&path).unwrap();
+    let steps = load_trace_file(&path).unwrap().steps;
     let result = replay(&steps, &replay_options(Controllers::ALL));
     assert_eq!(result.stats.invariant_violations, 0);
     assert_eq!(replayed(&result.objects), want);
@@ -298,12 +298,12 @@ async fn each_rotated_file_replays_alone_and_only_so_many_are_kept() {
     assert_eq!(names, 3);
 
     // The newest file alone: the state it starts with, then the steps since.
-    let steps = load_trace_file(&path).unwrap();
+    let steps = load_trace_file(&path).unwrap().steps;
     let result = replay(&steps, &replay_options(Controllers::ALL));
     assert_eq!(result.stats.invariant_violations, 0);
     assert_eq!(replayed(&result.objects), in_fake(&fake));
     // And the one before it: it replays alone too (to the state of its own end).
-    let older = load_trace_file(rotated(1)).unwrap();
+    let older = load_trace_file(rotated(1)).unwrap().steps;
     assert!(!older.is_empty());
     let _ = replay(&older, &replay_options(Controllers::ALL));
     std::fs::remove_dir_all(&dir).unwrap();
@@ -346,7 +346,7 @@ async fn deletions_a_relist_finds_are_recorded() {
         text.contains(r#""delete":{"kind":"Pod","namespace":"default","name":"web-0"}"#),
         "{text}"
     );
-    let steps = load_trace_file(&path).unwrap();
+    let steps = load_trace_file(&path).unwrap().steps;
     let result = replay(&steps, &replay_options(Controllers::ALL));
     assert_eq!(replayed(&result.objects), in_fake(&fake));
     std::fs::remove_dir_all(&dir).unwrap();

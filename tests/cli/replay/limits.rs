@@ -61,7 +61,9 @@ fn long_trace() -> String {
 fn a_2_mb_trace_of_20000_steps_loads_and_replays() {
     let text = long_trace();
     assert!(text.len() > 2_000_000, "{} bytes", text.len());
-    let steps = load_trace("long.yaml", &text).expect("a long trace loads");
+    let steps = load_trace("long.yaml", &text)
+        .expect("a long trace loads")
+        .steps;
     assert_eq!(steps.len(), 20_000);
     let file = write("long.yaml", &text);
     let out = Command::new(env!("CARGO_BIN_EXE_sliced"))
@@ -151,7 +153,7 @@ fn work_due_beyond_the_end_of_virtual_time_ends_the_replay() {
     // the sync would be due at 600 years, past the virtual clock's 584. The replay asked for that
     // time forever.
     let text = format!("{}{}", cluster(0), pod_step("876000h", 0, true));
-    let steps = load_trace("late.yaml", &text).expect("trace");
+    let steps = load_trace("late.yaml", &text).expect("trace").steps;
     for batch in [500 * YEAR, 490 * YEAR] {
         let options = ReplayOptions {
             engine: EngineOptions {

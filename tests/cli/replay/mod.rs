@@ -620,3 +620,58 @@ fn a_mirrored_slice_edited_by_someone_else_is_put_back() {
     let last = out["writes"].as_array().and_then(|w| w.last()).cloned();
     assert_eq!(last.map(|w| at(&w)), Some(3.0));
 }
+
+/// A recording cut short by a crash (`run --record-trace`) replays to its last whole line, with a
+/// warning naming the line left out.
+#[test]
+fn a_recording_cut_off_mid_line_replays_its_whole_lines() {
+    let line =
+        |at: &str, object: Value| format!("- {}\n", serde_json::json!({"at": at, "apply": object}));
+    let pod = |i: usize| {
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("web-{i}"), "namespace": "default", "uid": format!("pod-uid-{i}"), "labels": {"app": "web"}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "x"}]},
+            "status": {"phase": "Running", "podIP": format!("10.0.0.{}", i + 1),
+                "conditions": [{"type": "Ready", "status": "True"}]}})
+    };
+    let mut whole = line(
+        "0s",
+        serde_json::json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "n1"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}}),
+    );
+    whole.push_str(&line(
+        "0s",
+        serde_json::json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default", "uid": "svc-uid-1"},
+        "spec": {"selector": {"app": "web"}, "clusterIP": "10.96.0.10", "ports": [{"port": 80}]}}),
+    ));
+    whole.push_str(&line("1s", pod(0)));
+    whole.push_str(&line("2s", pod(1)));
+    let third = line("3s", pod(2));
+    let cut = format!("{whole}{}", &third[..third.len() / 2]);
+    let run = |text: &str| {
+        let file = trace_file("cut-off", "recorded.yaml", text);
+        Command::new(env!("CARGO_BIN_EXE_sliced"))
+            .args(["simulate", "-o", "json", "--check-invariants", "--events"])
+            .arg(&file)
+            .output()
+            .expect("run sliced")
+    };
+    let (from_whole, from_cut) = (run(&whole), run(&cut));
+    let stderr = String::from_utf8_lossy(&from_cut.stderr);
+    assert_eq!(from_cut.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("recorded.yaml: line 5 is cut off") && stderr.contains("left out"),
+        "{stderr}"
+    );
+    assert!(!String::from_utf8_lossy(&from_whole.stderr).contains("cut off"));
+    let objects = |out: &std::process::Output| {
+        let v: Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+        assert_eq!(v["summary"]["invariant"]["violations"], 0, "{v}");
+        v["objects"].clone()
+    };
+    let replayed = objects(&from_cut);
+    assert_eq!(replayed, objects(&from_whole));
+    assert!(replayed.to_string().contains("10.0.0.2"), "{replayed}");
+    assert!(!replayed.to_string().contains("10.0.0.3"), "{replayed}");
+}

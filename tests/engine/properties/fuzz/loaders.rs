@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use sliced::duration::{DurationError, MAX_DURATION, parse_duration};
 use sliced::kube::convert::parse_cpu_millis;
-use sliced::kube::trace_file::{TraceFileError, load_trace};
+use sliced::kube::trace_file::{Trace, TraceFileError, load_trace};
 use sliced::replay::{ReplayOptions, replay};
 use sliced::sim::{ClusterSpec, SpecError, generate};
 
@@ -56,7 +56,7 @@ fn yaml_list(steps: &Value) -> String {
 /// and the field, in plain words. What loads is replayed, within a deadline.
 fn load_and_replay(text: &str) -> Result<(), TestCaseError> {
     match load_trace(FILE, text) {
-        Ok(steps) => {
+        Ok(Trace { steps, .. }) => {
             let (send, receive) = mpsc::channel();
             std::thread::spawn(move || {
                 let options = ReplayOptions {
@@ -405,7 +405,7 @@ fn most_hostile_traces_still_reach_the_replay() {
             };
             let (i, mutations) = case.current();
             load_trace(FILE, &yaml_list(&mutate(&trace_of(i), &mutations)))
-                .is_ok_and(|steps| steps.len() > 2)
+                .is_ok_and(|trace| trace.steps.len() > 2)
         })
         .count();
     assert!(loaded > 80, "{loaded} of 400 hostile traces loaded");
