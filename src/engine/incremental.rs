@@ -11,7 +11,7 @@
 //! questions. A node change that can move a zone marks the pods on that node as changed, in the
 //! services selecting them only.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use ahash::RandomState;
 use dashmap::{DashMap, DashSet};
@@ -25,8 +25,31 @@ use crate::tracker::service_of_slice;
 #[derive(Debug, Default)]
 pub(super) struct Changes {
     pub full: bool,
-    pub pods: BTreeSet<Name>,
+    /// The changed pods' names: in name order and each once when taken ([`ChangeLog::take`]).
+    pub pods: Vec<Name>,
+    /// While pending, the length at which repeats are next folded: a pod that changes again and
+    /// again before its service syncs costs an append, not a search, and cannot grow the list
+    /// beyond twice the pods that changed.
+    fold_at: usize,
 }
+
+impl Changes {
+    fn push(&mut self, pod: &Name) {
+        self.pods.push(pod.clone());
+        if self.pods.len() >= self.fold_at.max(FOLD_FROM) {
+            self.fold();
+            self.fold_at = self.pods.len() * 2;
+        }
+    }
+
+    fn fold(&mut self) {
+        self.pods.sort_unstable();
+        self.pods.dedup();
+    }
+}
+
+/// The fewest appended names folded at once.
+const FOLD_FROM: usize = 64;
 
 #[derive(Default)]
 pub(super) struct ChangeLog {
@@ -39,11 +62,7 @@ pub(super) struct ChangeLog {
 
 impl ChangeLog {
     pub fn pod_changed(&self, key: &ServiceKey, pod: &Name) {
-        self.pending
-            .entry(key.clone())
-            .or_default()
-            .pods
-            .insert(pod.clone());
+        self.pending.entry(key.clone()).or_default().push(pod);
     }
 
     /// The service's next sync must be full: what the last one left may have changed. Queues
@@ -66,6 +85,7 @@ impl ChangeLog {
     /// sync did not succeed needs a full sync.
     pub fn take(&self, key: &ServiceKey) -> Changes {
         let mut changes = self.pending.remove(key).map(|(_, c)| c).unwrap_or_default();
+        changes.fold();
         if !self.synced.contains(key) {
             changes.full = true;
         }
@@ -272,6 +292,23 @@ mod tests {
 
     fn at(locator: &Locator, pod: &str) -> Located {
         locator.locate(&ServiceKey::new("default", "web"), pod, &AddressType::IPv4)
+    }
+
+    #[test]
+    fn a_pod_changing_again_and_again_is_taken_once_in_name_order() {
+        let log = ChangeLog::default();
+        let key = ServiceKey::new("default", "web");
+        for round in 0..1_000 {
+            for pod in ["c", "a", "b"] {
+                log.pod_changed(&key, &Name::new(pod));
+            }
+            let held = log.pending.get(&key).map_or(0, |c| c.pods.len());
+            assert!(held < 2 * FOLD_FROM, "round {round}: {held} names held");
+        }
+        log.pod_changed(&key, &Name::new("0"));
+        let taken: Vec<String> = log.take(&key).pods.iter().map(|n| n.to_string()).collect();
+        assert_eq!(taken, ["0", "a", "b", "c"]);
+        assert!(log.take(&key).pods.is_empty());
     }
 
     #[test]
