@@ -11,7 +11,7 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::selector::SelectorCache;
-use super::set::{Map, NameSet, Pair};
+use super::set::{Map, NameSet, Pair, PairRef};
 use super::slots::{PodSlots, Removed, Slot};
 use crate::model::{Labels, Name, Pod, Service};
 
@@ -136,10 +136,7 @@ impl Namespace {
         let slot = self.pods.insert(Arc::clone(&pod));
         let name = &pod.meta.name;
         for (k, v) in pod.meta.labels.iter() {
-            self.pods_by_pair
-                .entry((k.clone(), v.clone()))
-                .or_default()
-                .insert(name.clone());
+            index_pair(&mut self.pods_by_pair, k, v, name);
         }
         for service in self.matched(&pod.meta.labels) {
             if let Some(entry) = self.services.get_mut(&service) {
@@ -156,10 +153,7 @@ impl Namespace {
             self.unindex_pair(k, v, name);
         }
         for (k, v) in after.iter().filter(|(k, v)| before.get(k) != Some(v)) {
-            self.pods_by_pair
-                .entry((k.clone(), v.clone()))
-                .or_default()
-                .insert(name.clone());
+            index_pair(&mut self.pods_by_pair, k, v, name);
         }
         let left = self.matched(before);
         let joined = self.matched(after);
@@ -176,7 +170,7 @@ impl Namespace {
     }
 
     fn unindex_pair(&mut self, key: &Name, value: &Name, pod: &Name) {
-        let pair = (key.clone(), value.clone());
+        let pair = PairRef(key, value);
         if let Some(set) = self.pods_by_pair.get_mut(&pair) {
             set.remove(pod);
             if set.is_empty() {
@@ -244,7 +238,7 @@ impl Namespace {
         }
         let mut rarest: Option<&NameSet> = None;
         for (k, v) in selector.iter() {
-            match self.pods_by_pair.get(&(k.clone(), v.clone())) {
+            match self.pods_by_pair.get(&PairRef(k, v)) {
                 // No pod carries this pair, so none matches.
                 None => return BTreeMap::new(),
                 Some(set) if rarest.is_none_or(|r| set.len() < r.len()) => rarest = Some(set),
@@ -269,7 +263,7 @@ impl Namespace {
         for pod in self.pods.iter() {
             let name = &pod.meta.name;
             for (k, v) in pod.meta.labels.iter() {
-                let set = self.pods_by_pair.get(&(k.clone(), v.clone()));
+                let set = self.pods_by_pair.get(&PairRef(k, v));
                 assert!(set.is_some_and(|s| s.iter().any(|n| n == name)));
             }
         }
@@ -299,6 +293,20 @@ impl Namespace {
             .filter(|e| e.service.selector.is_some())
             .count();
         assert_eq!(self.selectors.len(), filed);
+    }
+}
+
+/// Files `pod` under the pair `key=value`; the pair's names are cloned only when it is new.
+fn index_pair(pods_by_pair: &mut Map<Pair, NameSet>, key: &Name, value: &Name, pod: &Name) {
+    match pods_by_pair.get_mut(&PairRef(key, value)) {
+        Some(set) => {
+            set.insert(pod.clone());
+        }
+        None => {
+            let mut set = NameSet::default();
+            set.insert(pod.clone());
+            pods_by_pair.insert((key.clone(), value.clone()), set);
+        }
     }
 }
 

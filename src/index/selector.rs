@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use smallvec::SmallVec;
 
-use super::set::{Map, Pair};
+use super::set::{Map, Pair, PairRef};
 use crate::model::{Labels, Name, Service};
 
 /// Where a filed service sits.
@@ -49,8 +49,8 @@ impl SelectorCache {
         // verifies few candidates. `min_by_key` keeps the first of equal pairs.
         let anchor = selector
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .min_by_key(|pair| self.by_pair.get(pair).map_or(0, |b| b.len()));
+            .min_by_key(|&(k, v)| self.by_pair.get(&PairRef(k, v)).map_or(0, |b| b.len()))
+            .map(|(k, v)| (k.clone(), v.clone()));
         match anchor {
             Some(pair) => {
                 self.by_pair
@@ -97,7 +97,7 @@ impl SelectorCache {
     pub(crate) fn for_each_match(&self, labels: &Labels, mut f: impl FnMut(&Arc<Service>)) {
         if !self.by_pair.is_empty() {
             for (k, v) in labels.iter() {
-                let Some(bucket) = self.by_pair.get(&(k.clone(), v.clone())) else {
+                let Some(bucket) = self.by_pair.get(&PairRef(k, v)) else {
                     continue;
                 };
                 for service in bucket {

@@ -1,7 +1,7 @@
 //! Small building blocks: the hasher every index map uses, and a set of pod names that stays inline
 //! while small.
 
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash, Hasher};
 use std::sync::LazyLock;
 
 use hashbrown::HashSet;
@@ -9,8 +9,27 @@ use smallvec::SmallVec;
 
 use crate::model::Name;
 
-/// A label pair `(key, value)`. Both are interned, so cloning one touches no reference count.
+/// A label pair `(key, value)`, both interned.
 pub(crate) type Pair = (Name, Name);
+
+/// A label pair borrowed, to look a [`Pair`] up without cloning its names: interned names are
+/// reference counted, and a pod event looks up every pair the pod carries.
+#[derive(Clone, Copy)]
+pub(crate) struct PairRef<'a>(pub(crate) &'a Name, pub(crate) &'a Name);
+
+impl Hash for PairRef<'_> {
+    /// As a `(Name, Name)` tuple hashes.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+        self.1.hash(state);
+    }
+}
+
+impl hashbrown::Equivalent<Pair> for PairRef<'_> {
+    fn equivalent(&self, pair: &Pair) -> bool {
+        *self.0 == pair.0 && *self.1 == pair.1
+    }
+}
 
 static SEED: LazyLock<ahash::RandomState> = LazyLock::new(ahash::RandomState::new);
 
@@ -130,6 +149,28 @@ impl<'a> Iterator for NameSetIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_borrowed_pair_finds_its_owned_pair() {
+        let mut map: Map<Pair, u32> = Map::default();
+        for (i, (k, v)) in [("app", "web"), ("app", "db"), ("tier", "web")]
+            .iter()
+            .enumerate()
+        {
+            map.insert((Name::new(k), Name::new(v)), i as u32);
+        }
+        let (app, web, db, tier) = (
+            Name::new("app"),
+            Name::new("web"),
+            Name::new("db"),
+            Name::new("tier"),
+        );
+        assert_eq!(map.get(&PairRef(&app, &web)), Some(&0));
+        assert_eq!(map.get(&PairRef(&app, &db)), Some(&1));
+        assert_eq!(map.get(&PairRef(&tier, &web)), Some(&2));
+        assert_eq!(map.get(&PairRef(&web, &app)), None);
+        assert_eq!(map.get(&PairRef(&tier, &db)), None);
+    }
 
     #[test]
     fn grows_from_inline_to_hashed_and_back_to_empty() {
