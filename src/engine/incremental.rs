@@ -62,6 +62,11 @@ pub(super) struct ChangeLog {
 
 impl ChangeLog {
     pub fn pod_changed(&self, key: &ServiceKey, pod: &Name) {
+        // Most services already have changes pending: no key is cloned for those.
+        if let Some(mut changes) = self.pending.get_mut(key) {
+            changes.push(pod);
+            return;
+        }
         self.pending.entry(key.clone()).or_default().push(pod);
     }
 
