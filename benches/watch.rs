@@ -1,7 +1,7 @@
 //! A pod watch event, as `sliced run` takes it in: JSON decoded into `WatchedPod` (the fields the
 //! controllers read), converted into the compact model, and the change applied to the engine's
 //! index; and the same events as protobuf, decoded in place (`decode_protobuf_pod`,
-//! `sliced_index_protobuf`). The
+//! `sliced_index_protobuf`), and recorded for `sliced run --record-trace` (`record_pod_event`). The
 //! baseline, in the same run, is what a controller on kube-runtime's reflector (or client-go's
 //! informer) pays for the same event: the decode and a store update. Pods are shaped like
 //! `fixtures/pods/deployment-pod.yaml`; each event flips one pod's readiness, as most pod events do.
@@ -50,6 +50,7 @@ use sliced::engine::{Engine, EngineOptions};
 use sliced::index::Index;
 use sliced::kube::convert::{PodFields, WatchedPod, pod_from_fields, pod_from_watched};
 use sliced::kube::protobuf;
+use sliced::kube::trace_record::{Limits, RecordTrace, TraceRecorder};
 use sliced::model::{Labels, Meta, Name, Pod, PodBuilder, PodPhase, Service, intern};
 use sliced::queue::{Clock, VirtualClock};
 
@@ -241,6 +242,40 @@ fn pod_event(c: &mut Criterion) {
             apply_protobuf(&protobuf_events[next]);
         })
     });
+
+    // `sliced run --record-trace`: the event's line serialised into the recorder's buffer, the
+    // file written a buffer at a time, rotated at 64 MiB with one file kept (each new file starts
+    // with the state held: 1,000 pods here), so that a long run stays small on disk.
+    let dir = std::env::temp_dir().join(format!("sliced-bench-record-{}", std::process::id()));
+    let created = std::fs::create_dir_all(&dir).map_err(|e| e.to_string());
+    let mut recorder = match created.and_then(|()| {
+        TraceRecorder::create(&RecordTrace {
+            path: dir.join("trace.yaml"),
+            limits: Limits {
+                max_size: 64 << 20,
+                max_files: 1,
+            },
+        })
+        .map_err(|e| e.to_string())
+    }) {
+        Ok(recorder) => recorder,
+        Err(e) => panic!("a trace file in {}: {e}", dir.display()),
+    };
+    recorder.started(&engine);
+    let changes: Vec<Change> = (events.iter())
+        .map(|bytes| match pod_from_watched(&decode(bytes)) {
+            Ok(pod) => Change::Pod(pod),
+            Err(e) => panic!("converting a pod: {e}"),
+        })
+        .collect();
+    group.bench_function("record_pod_event", |b| {
+        b.iter(|| {
+            next = (next + 1) % changes.len();
+            recorder.change(&changes[next], &engine);
+        })
+    });
+    recorder.finish();
+    let _ = std::fs::remove_dir_all(&dir);
     group.finish();
 }
 
