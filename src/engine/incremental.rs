@@ -12,6 +12,7 @@
 //! services selecting them only.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use ahash::RandomState;
 use dashmap::{DashMap, DashSet};
@@ -156,6 +157,19 @@ fn endpoint_pods(slice: &EndpointSlice) -> impl Iterator<Item = (usize, &Name)> 
         .filter_map(|(i, e)| Some((i, pod_of(e)?)))
 }
 
+/// [`endpoint_pods`] but for those at positions `shared` says both slices hold the same endpoint.
+fn endpoint_pods_unshared<'s>(
+    slice: &'s EndpointSlice,
+    shared: &'s impl Fn(usize) -> bool,
+) -> impl Iterator<Item = (usize, &'s Name)> {
+    slice
+        .endpoints
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !shared(*i))
+        .filter_map(|(i, e)| Some((i, pod_of(e)?)))
+}
+
 fn pod_of(endpoint: &crate::model::Endpoint) -> Option<&Name> {
     endpoint.target_ref.as_ref()?.name.as_ref()
 }
@@ -175,6 +189,15 @@ impl Locator {
                     .and_then(|e| pod_of(e))
                     == Some(pod)
         };
+        // The same endpoint at the same position, as a rewrite keeps it: found without reading it.
+        let shared = |i: usize| match (old, new) {
+            (Some(o), Some(n)) if same_slice => o
+                .endpoints
+                .get(i)
+                .zip(n.endpoints.get(i))
+                .is_some_and(|(a, b)| Arc::ptr_eq(a, b)),
+            _ => false,
+        };
         if let Some(old) = old
             && let Ok(key) = service_of_slice(old)
         {
@@ -184,7 +207,7 @@ impl Locator {
             if let Some(mut map) = self.by_service.get_mut(&key)
                 && let Some(places) = map.get_mut(&old.address_type)
             {
-                for (i, pod) in endpoint_pods(old) {
+                for (i, pod) in endpoint_pods_unshared(old, &shared) {
                     if kept(i, pod, new) {
                         continue;
                     }
@@ -216,7 +239,7 @@ impl Locator {
         {
             let mut map = self.by_service.entry(key).or_default();
             let places = map.entry(new.address_type.clone()).or_default();
-            for (i, pod) in endpoint_pods(new) {
+            for (i, pod) in endpoint_pods_unshared(new, &shared) {
                 if kept(i, pod, old) {
                     continue;
                 }
@@ -343,6 +366,28 @@ mod tests {
         let fewer = slice("a", &["p1"]);
         locator.slice_changed(Some(&moved), Some(&fewer));
         assert_eq!(at(&locator, "p0"), Located::Nowhere);
+    }
+
+    #[test]
+    fn a_rewrite_sharing_most_endpoints_locates_each_pod_where_it_now_is() {
+        let locator = Locator::default();
+        let a = slice("a", &["p0", "p1", "p2", "p3"]);
+        locator.slice_changed(None, Some(&a));
+        // p1's endpoint replaced in place, p2's gone (p3 moves up), p9 added; p0 and p3 shared.
+        let mut rewritten = slice("a", &["p0", "p1", "p3", "p9"]);
+        rewritten.endpoints[0] = Arc::clone(&a.endpoints[0]);
+        rewritten.endpoints[2] = Arc::clone(&a.endpoints[3]);
+        locator.slice_changed(Some(&a), Some(&rewritten));
+        for pod in ["p0", "p1", "p3", "p9"] {
+            assert_eq!(at(&locator, pod), Located::In(Name::new("a")), "{pod}");
+        }
+        assert_eq!(at(&locator, "p2"), Located::Nowhere);
+        // Moved to another slice: the shared endpoint object is no reason to keep it here.
+        let b = slice("b", &["p3"]);
+        let without = slice("a", &["p0", "p1", "p9"]);
+        locator.slice_changed(None, Some(&b));
+        locator.slice_changed(Some(&rewritten), Some(&without));
+        assert_eq!(at(&locator, "p3"), Located::In(Name::new("b")));
     }
 
     #[test]
