@@ -17,10 +17,14 @@ use sliced::model::LoadBalancerIngress;
 use sliced::sink::{Kind, Object, ServiceChange, ServicePatch};
 use sliced::snapshot::SnapshotResult;
 
+mod pretty;
 mod yaml;
 
 /// Objects rendered in parallel at a time: bounds the text held before it is written.
 const CHUNK: usize = 256;
+
+/// An element of an array of the top-level object is two levels deep.
+const ELEMENT_DEPTH: usize = 2;
 
 /// One object of the output: as sliced wrote it, or as the file gave it.
 pub enum Printed<'a> {
@@ -29,20 +33,13 @@ pub enum Printed<'a> {
 }
 
 impl Printed<'_> {
+    /// Pretty-printed as serde_json prints a value, at the depth of an element of the output's
+    /// arrays.
     fn to_json(&self) -> anyhow::Result<String> {
         Ok(match self {
-            Printed::Written(o) => serde_json::to_string_pretty(&object_to_k8s(o))?,
-            Printed::Given(g) => {
-                // Pretty-printed as it is read, as serde_json prints a value.
-                let mut text = Vec::with_capacity(g.json().len() * 2);
-                let mut json = serde_json::Deserializer::from_str(g.json());
-                serde_transcode::transcode(
-                    &mut json,
-                    &mut serde_json::Serializer::pretty(&mut text),
-                )
-                .context("reading an object as given")?;
-                String::from_utf8(text).context("reading an object as given")?
-            }
+            Printed::Written(o) => pretty::to_string_at(&object_to_k8s(o), ELEMENT_DEPTH)?,
+            Printed::Given(g) => pretty::transcode_at(g.json(), ELEMENT_DEPTH)
+                .context("reading an object as given")?,
         })
     }
 
@@ -142,22 +139,24 @@ pub fn json(
                 verb: w.verb.as_str(),
                 object: object_to_k8s(&w.sent),
             };
-            Ok(serde_json::to_string_pretty(&write)?)
+            Ok(pretty::to_string_at(&write, ELEMENT_DEPTH)?)
         }
-        Written::ServicePatch(patch) => Ok(serde_json::to_string_pretty(&service_patch(patch))?),
+        Written::ServicePatch(patch) => {
+            Ok(pretty::to_string_at(&service_patch(patch), ELEMENT_DEPTH)?)
+        }
     })?;
     json_array(out, "objects", objects, false, |(_, p)| p.to_json())?;
     json_array(out, "errors", &errors, false, |v| {
-        Ok(serde_json::to_string_pretty(v)?)
+        Ok(pretty::to_string_at(v, ELEMENT_DEPTH)?)
     })?;
     let last = !load_balancers;
     json_array(out, "events", &events, last, |v| {
-        Ok(serde_json::to_string_pretty(v)?)
+        Ok(pretty::to_string_at(v, ELEMENT_DEPTH)?)
     })?;
     if load_balancers {
         let calls: Vec<Value> = result.provider_calls.iter().map(provider_call).collect();
         json_array(out, "loadBalancers", &calls, true, |v| {
-            Ok(serde_json::to_string_pretty(v)?)
+            Ok(pretty::to_string_at(v, ELEMENT_DEPTH)?)
         })?;
     }
     out.write_all(b"}\n")?;
@@ -228,8 +227,8 @@ fn provider_call(call: &ProviderCall) -> Value {
     entry
 }
 
-/// One key of the top-level object and its array, each element rendered by `render` on its own
-/// and indented to its depth (JSON text has no raw newline inside a string, so lines are safe).
+/// One key of the top-level object and its array, each element rendered by `render` on its own,
+/// at [`ELEMENT_DEPTH`].
 fn json_array<T: Sync>(
     out: &mut impl Write,
     key: &str,
@@ -246,7 +245,7 @@ fn json_array<T: Sync>(
         for chunk in items.chunks(CHUNK) {
             let texts: Vec<String> = chunk
                 .par_iter()
-                .map(|item| Ok(render(item)?.replace('\n', "\n    ")))
+                .map(&render)
                 .collect::<anyhow::Result<_>>()?;
             for text in texts {
                 out.write_all(if first { b"\n    " } else { b",\n    " })?;
