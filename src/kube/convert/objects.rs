@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer};
 use smallvec::SmallVec;
 
@@ -313,6 +314,12 @@ pub fn namespace_from_k8s(ns: &core::Namespace) -> Result<Namespace, ConvertErro
 /// `core::Pod` cut down to what [`pod_from_watched`] reads.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct WatchedPod {
+    /// Not read, but there: a repeated `kind` or `apiVersion` is refused like any repeated field,
+    /// as k8s-openapi's types refuse one of another value (see `manifest::json`).
+    #[serde(default, rename = "kind")]
+    _kind: Option<IgnoredAny>,
+    #[serde(default, rename = "apiVersion")]
+    _api_version: Option<IgnoredAny>,
     #[serde(default, deserialize_with = "read_metadata")]
     pub metadata: ObjectMeta,
     #[serde(default, deserialize_with = "mapping")]
@@ -448,6 +455,8 @@ impl From<&core::Pod> for WatchedPod {
     fn from(pod: &core::Pod) -> Self {
         let m = &pod.metadata;
         WatchedPod {
+            _kind: None,
+            _api_version: None,
             metadata: ObjectMeta {
                 name: m.name.clone(),
                 namespace: m.namespace.clone(),

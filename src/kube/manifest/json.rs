@@ -6,6 +6,7 @@
 //! warnings and errors; so a file loads the same objects, warnings and first error either way.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -202,9 +203,7 @@ fn split<'a>(header: Document<'a>, text: &'a str, document: usize, units: &mut V
 /// The object of a unit, when its kind is one sliced reads and it decodes and converts cleanly.
 fn decode(unit: &Unit) -> Option<Decoded> {
     let text = unit.text;
-    let header = serde_json::from_str::<Document>(text).ok()?;
-    let kind = header.kind.filter(|k| !k.is_empty())?;
-    let api_version = header.api_version.filter(|v| !v.is_empty())?;
+    let (kind, api_version) = kind_and_version(text)?;
     if !KINDS.contains(&(kind, api_version)) {
         return None;
     }
@@ -227,6 +226,62 @@ fn decode(unit: &Unit) -> Option<Decoded> {
             Given::from_json(text),
         ),
     })
+}
+
+/// An object's kind and apiVersion, read no further than both: kubectl and the API server print
+/// them first, so the object's text is not scanned once more in full before it is decoded. Either
+/// missing, empty, null or not a plain string: `None`. A later duplicate of either is not seen
+/// here; the typed decoding refuses it (k8s-openapi's types check every `kind` and `apiVersion`
+/// they meet, and `WatchedPod` refuses a repeated field), so such an object goes to the value
+/// path, as before.
+fn kind_and_version(text: &str) -> Option<(&str, &str)> {
+    let found = Cell::new(KindAndVersion::default());
+    let mut json = serde_json::Deserializer::from_str(text);
+    // Stopped by an error once both are found; any other error leaves one missing.
+    let _ = serde::Deserializer::deserialize_map(&mut json, KindVisitor { found: &found });
+    match found.get() {
+        KindAndVersion {
+            kind: Some(kind),
+            api_version: Some(api_version),
+        } if !kind.is_empty() && !api_version.is_empty() => Some((kind, api_version)),
+        _ => None,
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct KindAndVersion<'a> {
+    kind: Option<&'a str>,
+    api_version: Option<&'a str>,
+}
+
+struct KindVisitor<'f, 'a> {
+    found: &'f Cell<KindAndVersion<'a>>,
+}
+
+impl<'de> Visitor<'de> for KindVisitor<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut found = KindAndVersion::default();
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "kind" => found.kind = map.next_value()?,
+                "apiVersion" => found.api_version = map.next_value()?,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            self.found.set(found);
+            if found.kind.is_some() && found.api_version.is_some() {
+                return Err(serde::de::Error::custom("kind and apiVersion found"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Decodes `text` as `T` and converts it; `None` on any error (the value path words it).

@@ -171,3 +171,53 @@ fn a_large_mapped_file_loads_as_its_text() {
     assert_eq!(from_text.objects.pods.len(), 15 * 1083);
     super::assert_file_loads_as_text(&text, "json", &from_text);
 }
+
+/// An item naming its kind or apiVersion twice: the fast path reads no further than the first of
+/// each, so the typed decoding must refuse the repeat and leave the item to the value path, which
+/// takes the last (as Go's decoder does). Either way the file loads alike.
+#[test]
+fn an_item_repeating_its_kind_or_api_version_loads_alike() {
+    let items = items();
+    let first = |kind: &str| {
+        let at = items.iter().position(|i| i["kind"] == kind).unwrap();
+        serde_json::to_string(&items[at]).unwrap()
+    };
+    // Each item's text with `extra` added as its last fields.
+    let cases = [
+        (
+            "a pod later called a Service",
+            "Pod",
+            r#""kind": "Service""#,
+        ),
+        ("a pod later called a Pod again", "Pod", r#""kind": "Pod""#),
+        (
+            "a pod of a later apiVersion",
+            "Pod",
+            r#""apiVersion": "v2""#,
+        ),
+        ("a pod whose kind is later null", "Pod", r#""kind": null"#),
+        (
+            "a service later called a Pod",
+            "Service",
+            r#""kind": "Pod""#,
+        ),
+        (
+            "a slice of a later apiVersion",
+            "EndpointSlice",
+            r#""apiVersion": "discovery.k8s.io/v1beta1""#,
+        ),
+    ];
+    for (case, kind, extra) in cases {
+        let item = first(kind);
+        let item = format!("{},{extra}}}", item.strip_suffix('}').unwrap());
+        let rest: Vec<String> = items[..40]
+            .iter()
+            .map(|i| serde_json::to_string(i).unwrap())
+            .collect();
+        let text = format!(
+            r#"{{"apiVersion": "v1", "kind": "List", "items": [{item}, {}]}}"#,
+            rest.join(", ")
+        );
+        super::assert_alike(case, load_str("f", &text), load_str_whole("f", &text));
+    }
+}
