@@ -16,11 +16,13 @@ use crate::model::{
 use crate::sink::Object;
 
 mod inputs;
+mod object_json;
 mod objects;
 mod pod;
 mod slice;
 
 pub use inputs::{NamespaceJson, NodeJson, PodJson, ServiceJson};
+pub use object_json::ObjectJson;
 pub use objects::{
     WatchedContainer, WatchedPod, WatchedPodSpec, WatchedPodStatus, namespace_from_k8s,
     node_from_k8s, pod_from_k8s, service_from_k8s,
@@ -52,10 +54,11 @@ impl ConvertError {
 
 /// The object as the API server would serve it, with `apiVersion` and `kind` set.
 pub fn object_to_json(object: &Object) -> Result<serde_json::Value, serde_json::Error> {
-    serde_json::to_value(object_to_k8s(object))
+    serde_json::to_value(ObjectJson(object))
 }
 
-/// The object as k8s-openapi's type, which serialises as the API server serves it.
+/// The object as k8s-openapi's type, which serialises as the API server serves it. What
+/// [`ObjectJson`] prints without building it.
 pub fn object_to_k8s(object: &Object) -> K8sObject {
     match object {
         Object::EndpointSlice(slice) => K8sObject::EndpointSlice(endpoint_slice_to_k8s(slice)),

@@ -24,7 +24,7 @@ use smallvec::SmallVec;
 
 use crate::change::{Change, ChangeKind};
 use crate::engine::Engine;
-use crate::kube::convert::{NamespaceJson, NodeJson, PodJson, ServiceJson, object_to_k8s};
+use crate::kube::convert::{NamespaceJson, NodeJson, ObjectJson, PodJson, ServiceJson};
 use crate::model::{Name, Namespace};
 use crate::sink::{Kind, Object, ServicePatch, Sink, WriteError};
 
@@ -375,13 +375,11 @@ fn encode(line: &mut Vec<u8>, at: Duration, change: &Change) -> serde_json::Resu
         Change::Service(s) => apply_line(line, at, &ServiceJson(s)),
         Change::Node(n) => apply_line(line, at, &NodeJson(n)),
         Change::Namespace(n) => apply_line(line, at, &NamespaceJson(n)),
-        Change::EndpointSlice(s) => apply_line(
-            line,
-            at,
-            &object_to_k8s(&Object::EndpointSlice(Arc::clone(s))),
-        ),
+        Change::EndpointSlice(s) => {
+            apply_line(line, at, &ObjectJson(&Object::EndpointSlice(Arc::clone(s))))
+        }
         Change::Endpoints(e) => {
-            apply_line(line, at, &object_to_k8s(&Object::Endpoints(Arc::clone(e))))
+            apply_line(line, at, &ObjectJson(&Object::Endpoints(Arc::clone(e))))
         }
         Change::PodDeleted { namespace, name }
         | Change::ServiceDeleted { namespace, name }
@@ -432,7 +430,7 @@ fn write_state(
         }
     }
     for object in inputs.values() {
-        put(&object_to_k8s(object))?;
+        put(&ObjectJson(object))?;
     }
     Ok(())
 }

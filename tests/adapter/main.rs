@@ -18,6 +18,7 @@ mod fake_api_server;
 mod input_objects;
 mod load_balancer_fields;
 mod metrics;
+mod object_json;
 mod protobuf_endpoints;
 mod protobuf_node;
 mod protobuf_pod;

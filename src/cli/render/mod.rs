@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use sliced::engine::ProviderCall;
-use sliced::kube::convert::object_to_k8s;
+use sliced::kube::convert::ObjectJson;
 use sliced::kube::manifest::{Given, GivenKey};
 use sliced::model::LoadBalancerIngress;
 use sliced::sink::{Kind, Object, ServiceChange, ServicePatch};
@@ -37,7 +37,7 @@ impl Printed<'_> {
     /// arrays.
     fn to_json(&self) -> anyhow::Result<String> {
         Ok(match self {
-            Printed::Written(o) => pretty::to_string_at(&object_to_k8s(o), ELEMENT_DEPTH)?,
+            Printed::Written(o) => pretty::to_string_at(&ObjectJson(o), ELEMENT_DEPTH)?,
             Printed::Given(g) => pretty::transcode_at(g.json(), ELEMENT_DEPTH)
                 .context("reading an object as given")?,
         })
@@ -45,7 +45,7 @@ impl Printed<'_> {
 
     fn to_yaml(&self) -> anyhow::Result<String> {
         match self {
-            Printed::Written(o) => yaml::to_string(&object_to_k8s(o)),
+            Printed::Written(o) => yaml::to_string(&ObjectJson(o)),
             Printed::Given(g) => yaml::from_json(g.json()),
         }
         .context("writing YAML")
@@ -137,7 +137,7 @@ pub fn json(
         Written::Object(w) => {
             let write = Sent {
                 verb: w.verb.as_str(),
-                object: object_to_k8s(&w.sent),
+                object: ObjectJson(&w.sent),
             };
             Ok(pretty::to_string_at(&write, ELEMENT_DEPTH)?)
         }

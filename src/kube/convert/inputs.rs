@@ -17,7 +17,7 @@ use crate::model::{ContainerPort, Labels, Meta, Name, Namespace, Node, Pod, PodP
 pub use service::ServiceJson;
 
 /// Labels (or annotations) as a JSON object; `None` when empty, so that the field is left out.
-struct LabelMap<'a>(&'a Labels);
+pub(super) struct LabelMap<'a>(pub(super) &'a Labels);
 
 impl Serialize for LabelMap<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
