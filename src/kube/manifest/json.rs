@@ -7,93 +7,19 @@
 
 use std::borrow::Cow;
 use std::cell::Cell;
+use std::ops::Range;
 
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use rayon::prelude::*;
-use serde::Deserialize;
-use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeOwned, IgnoredAny, MapAccess, Visitor};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
+use super::json_cut::{self, Cut, Header};
 use super::{Given, Inherited, KINDS, LoadError, Loader, Manifest, Position};
 use crate::kube::convert::{self, ConvertError, WatchedPod};
 use crate::model::{EndpointSlice, Endpoints, Namespace, Node, Pod, Service};
 use crate::sink::Kind;
-
-/// Items decoded in parallel at a time: bounds what is held twice (decoded, then moved).
-const CHUNK: usize = 16 * 1024;
-
-/// An object's kind and apiVersion and, for a List, its items' text, read in one pass; for any
-/// other value nothing. A string with escapes does not borrow and fails the read: the value path
-/// then reads the object.
-#[derive(Default)]
-struct Document<'a> {
-    kind: Option<&'a str>,
-    api_version: Option<&'a str>,
-    items: Option<Vec<&'a RawValue>>,
-}
-
-impl<'de> Deserialize<'de> for Document<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(DocumentVisitor)
-    }
-}
-
-struct DocumentVisitor;
-
-impl<'de> Visitor<'de> for DocumentVisitor {
-    type Value = Document<'de>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Document<'de>, A::Error> {
-        let mut document = Document::default();
-        // A key that does not borrow (it has escapes) is none of these three.
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            match &*key {
-                "kind" => document.kind = map.next_value()?,
-                "apiVersion" => document.api_version = map.next_value()?,
-                "items" => document.items = map.next_value()?,
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(document)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Document<'de>, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(Document::default())
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Document<'de>, E> {
-        Ok(Document::default())
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Document<'de>, E> {
-        Ok(Document::default())
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Document<'de>, E> {
-        Ok(Document::default())
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Document<'de>, E> {
-        Ok(Document::default())
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Document<'de>, E> {
-        Ok(Document::default())
-    }
-
-    fn visit_unit<E>(self) -> Result<Document<'de>, E> {
-        Ok(Document::default())
-    }
-}
 
 /// One object's text and where it is: a document, or an item of a document's List.
 struct Unit<'a> {
@@ -126,78 +52,182 @@ enum Decoded {
 /// Loads a JSON stream; `None` when the text is not a stream of JSON values (the value path
 /// then reads it as YAML after JSON, or words the syntax error). `read` is told how far into
 /// `text` the decoding has come, so that a mapped file's pages can be let go behind it.
+///
+/// The text is cut on a thread of its own ([`json_cut`]) while what is cut is decoded on every
+/// core and taken in here, in order.
 pub(super) fn load(
     source: &str,
     text: &str,
     read: &dyn Fn(usize),
 ) -> Result<Option<Manifest>, LoadError> {
-    let mut units: Vec<Unit> = Vec::new();
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Document>();
-    let (mut end, mut number) = (0, 0);
-    while let Some(document) = stream.next() {
-        // Any value that does not read as a document: the value path words it.
-        let Ok(document) = document else {
-            return Ok(None);
-        };
-        let start = end;
-        end = stream.byte_offset();
-        let whole = text.get(start..end).unwrap_or_default().trim_start();
-        number += 1;
-        split(document, whole, number, &mut units);
-        read(end);
-    }
-    let mut loader = Loader {
-        file: source,
-        out: Manifest::default(),
-        port_lists: Default::default(),
+    let mut reader = Reader {
+        text,
+        read,
+        done: Loader::new(source),
+        document: Staged::new(source),
+        number: 0,
+        first_error: None,
     };
-    for chunk in units.chunks(CHUNK) {
-        let decoded: Vec<Option<Decoded>> = chunk.par_iter().map(decode).collect();
-        for (unit, decoded) in chunk.iter().zip(decoded) {
-            match decoded {
-                Some(object) => loader.push(object),
-                None => loader.value_of_text(unit)?,
+    let valid = std::thread::scope(|scope| {
+        let (to, cuts) = std::sync::mpsc::sync_channel(IN_FLIGHT);
+        scope.spawn(move || json_cut::cut(text, to));
+        let mut valid = true;
+        for cut in cuts {
+            match cut {
+                Cut::Items => reader.document = Staged::new(source),
+                Cut::ItemTexts(ranges) => reader.items(&ranges),
+                Cut::Document(header) => reader.document_end(&header),
+                Cut::NotDocument => valid = false,
             }
         }
-        if let Some(last) = chunk.last() {
-            read(end_of(text, last.text));
+        valid
+    });
+    // A stream that is not all JSON documents is the value path's to word, whatever came before.
+    if !valid {
+        return Ok(None);
+    }
+    match reader.first_error {
+        Some(e) => Err(e),
+        None => Ok(Some(reader.done.out)),
+    }
+}
+
+/// Batches of items cut ahead of the decoding: bounds the text cut but not yet taken in.
+const IN_FLIGHT: usize = 8;
+
+/// What [`load`] has taken in.
+struct Reader<'a> {
+    text: &'a str,
+    read: &'a dyn Fn(usize),
+    /// The objects of the documents that ended.
+    done: Loader<'a>,
+    /// The current document's items, taken in before it is known to be a List.
+    document: Staged<'a>,
+    /// Documents ended so far.
+    number: usize,
+    /// The first error, in the order of the text; nothing is taken in after it.
+    first_error: Option<LoadError>,
+}
+
+/// The items of a document that may turn out to be a List.
+struct Staged<'a> {
+    loader: Loader<'a>,
+    /// Items taken in so far; the next one's index.
+    items: usize,
+    /// From the first item the fast path could not decode on: held until the document's kind is
+    /// known, since the value path reads such an item with the kind a typed List lends it.
+    held: Vec<(Range<usize>, Option<Decoded>)>,
+}
+
+impl<'a> Staged<'a> {
+    fn new(source: &'a str) -> Self {
+        Staged {
+            loader: Loader::new(source),
+            items: 0,
+            held: Vec::new(),
         }
     }
-    Ok(Some(loader.out))
 }
 
-/// Where `part`, a slice of `text`, ends in it.
-fn end_of(text: &str, part: &str) -> usize {
-    (part.as_ptr() as usize + part.len()).saturating_sub(text.as_ptr() as usize)
-}
+impl<'a> Reader<'a> {
+    fn part(&self, range: &Range<usize>) -> &'a str {
+        self.text.get(range.clone()).unwrap_or_default()
+    }
 
-/// A document's objects: the items of a List whose kind and apiVersion are given, else the
-/// document itself, `text` (the value path unwraps anything else).
-fn split<'a>(header: Document<'a>, text: &'a str, document: usize, units: &mut Vec<Unit<'a>>) {
-    let whole = Unit {
-        text,
-        document,
-        item: None,
-        inherited: None,
-    };
-    let (Some(kind), Some(api_version), Some(items)) =
-        (header.kind, header.api_version, header.items)
-    else {
-        return units.push(whole);
-    };
-    // A typed list (`PodList`) lends its kind to items without one, as on the value path.
-    let inherited = match kind.strip_suffix("List") {
-        _ if api_version.is_empty() => return units.push(whole),
-        Some("") => None,
-        Some(item_kind) => Some((api_version, item_kind)),
-        None => return units.push(whole),
-    };
-    units.extend(items.into_iter().enumerate().map(|(i, item)| Unit {
-        text: item.get(),
-        document,
-        item: Some(i),
-        inherited,
-    }));
+    fn items(&mut self, ranges: &[Range<usize>]) {
+        if self.first_error.is_some() {
+            return;
+        }
+        let document = self.number + 1;
+        let first = self.document.items;
+        let units: Vec<Unit> = (ranges.iter().enumerate())
+            .map(|(i, range)| Unit {
+                text: self.part(range),
+                document,
+                item: Some(first + i),
+                inherited: None,
+            })
+            .collect();
+        let decoded: Vec<Option<Decoded>> = units.par_iter().map(decode).collect();
+        let staged = &mut self.document;
+        for (range, decoded) in ranges.iter().zip(decoded) {
+            match decoded {
+                Some(object) if staged.held.is_empty() => staged.loader.push(object),
+                decoded => staged.held.push((range.clone(), decoded)),
+            }
+        }
+        staged.items += ranges.len();
+        if let Some(last) = ranges.last() {
+            (self.read)(last.end);
+        }
+    }
+
+    fn document_end(&mut self, header: &Header) {
+        self.number += 1;
+        let staged = std::mem::replace(&mut self.document, Staged::new(self.done.file));
+        if self.first_error.is_some() {
+            return;
+        }
+        let taken = match self.inherited(header) {
+            Some(inherited) => self.take_list(staged, inherited),
+            None => self.take_whole(self.part(&header.text)),
+        };
+        if let Err(e) = taken {
+            self.first_error = Some(e);
+        }
+        (self.read)(header.text.end);
+    }
+
+    /// For a List whose kind and apiVersion are given, what it lends items without a kind; else
+    /// `None`: the document is one object (the value path unwraps anything else).
+    fn inherited(&self, header: &Header) -> Option<Inherited<'a>> {
+        let kind = self.part(header.kind.as_ref()?);
+        let api_version = self.part(header.api_version.as_ref()?);
+        if !header.has_items || api_version.is_empty() {
+            return None;
+        }
+        // A typed list (`PodList`) lends its kind to items without one, as on the value path.
+        match kind.strip_suffix("List")? {
+            "" => Some(None),
+            item_kind => Some(Some((api_version, item_kind))),
+        }
+    }
+
+    fn take_list(&mut self, staged: Staged<'a>, inherited: Inherited<'a>) -> Result<(), LoadError> {
+        let Staged {
+            mut loader,
+            items,
+            held,
+        } = staged;
+        let first_held = items - held.len();
+        for (i, (range, decoded)) in held.into_iter().enumerate() {
+            match decoded {
+                Some(object) => loader.push(object),
+                None => loader.value_of_text(&Unit {
+                    text: self.part(&range),
+                    document: self.number,
+                    item: Some(first_held + i),
+                    inherited,
+                })?,
+            }
+        }
+        self.done.take(loader);
+        Ok(())
+    }
+
+    fn take_whole(&mut self, text: &'a str) -> Result<(), LoadError> {
+        let unit = Unit {
+            text,
+            document: self.number,
+            item: None,
+            inherited: None,
+        };
+        match decode(&unit) {
+            Some(object) => self.done.push(object),
+            None => self.done.value_of_text(&unit)?,
+        }
+        Ok(())
+    }
 }
 
 /// The object of a unit, when its kind is one sliced reads and it decodes and converts cleanly.

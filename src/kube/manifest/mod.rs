@@ -32,6 +32,7 @@ use crate::sink::Kind;
 use crate::snapshot::Snapshot;
 
 mod json;
+mod json_cut;
 mod yaml;
 
 /// The objects of one or more files.
@@ -474,6 +475,35 @@ struct Loader<'a> {
     out: Manifest,
     /// Named-port lists seen so far: pods of one template share one allocation.
     port_lists: HashMap<PortsKey, Arc<[ContainerPort]>>,
+}
+
+impl<'a> Loader<'a> {
+    fn new(file: &'a str) -> Self {
+        Loader {
+            file,
+            out: Manifest::default(),
+            port_lists: HashMap::new(),
+        }
+    }
+
+    /// What `other` loaded, after what this one did.
+    fn take(&mut self, other: Loader) {
+        let Manifest {
+            objects,
+            warnings,
+            given,
+            pools,
+        } = other.out;
+        // The usual file is one List: its objects are moved whole, not copied one by one.
+        if self.out.objects.is_empty() {
+            self.out.objects = objects;
+        } else {
+            self.out.objects.merge(objects);
+        }
+        self.out.warnings.extend(warnings);
+        self.out.given.extend(given);
+        self.out.pools.extend(pools);
+    }
 }
 
 /// A list of named ports as a hashable key.

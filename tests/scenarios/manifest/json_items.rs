@@ -221,3 +221,45 @@ fn an_item_repeating_its_kind_or_api_version_loads_alike() {
         super::assert_alike(case, load_str("f", &text), load_str_whole("f", &text));
     }
 }
+
+/// The items are cut on a thread of their own and taken in before the List names its kind, which
+/// kubectl prints after them: a repeated `items` (the last counts), `items` in an object that is
+/// no List, an item the fast path cannot take past the first batch of a typed list, and a later
+/// document that is no JSON all load as the whole-file value path loads them.
+#[test]
+fn items_taken_in_before_the_list_names_its_kind_load_alike() {
+    let pods: Vec<Value> = items().into_iter().filter(|i| i["kind"] == "Pod").collect();
+    let text = |v: &Value| serde_json::to_string(v).unwrap();
+    let joined = |items: &[Value]| items.iter().map(text).collect::<Vec<_>>().join(",");
+
+    let repeated = format!(
+        r#"{{"apiVersion":"v1","items":[{}],"items":[{}],"kind":"List"}}"#,
+        joined(&pods[..5]),
+        joined(&pods[5..8])
+    );
+    let not_a_list = format!(
+        r#"{{"apiVersion":"v1","items":[{}],"kind":"Pod","metadata":{{"name":"p"}}}}"#,
+        joined(&pods[..3])
+    );
+    // Past the first batch of cut items, some without a kind, which the PodList lends them.
+    let mut typed: Vec<Value> = pods.iter().cycle().take(2_600).cloned().collect();
+    for (i, pod) in typed.iter_mut().enumerate() {
+        pod["metadata"]["name"] = json!(format!("pod-{i}"));
+        if i % 700 == 400 {
+            pod.as_object_mut().unwrap().remove("kind");
+        }
+    }
+    let typed = format!(
+        r#"{{"apiVersion":"v1","items":[{}],"kind":"PodList"}}"#,
+        joined(&typed)
+    );
+    let then_broken = format!("{}\n{{\"kind\": ", text(&list(&pods[..50])));
+    for (case, text) in [
+        ("a repeated items", repeated),
+        ("items of an object that is no List", not_a_list),
+        ("a typed list past its first batch", typed),
+        ("a List, then a document cut short", then_broken),
+    ] {
+        super::assert_alike(case, load_str("f", &text), load_str_whole("f", &text));
+    }
+}
