@@ -1,7 +1,7 @@
 //! The kube adapter (`src/kube/`): `sliced run` end to end against an in-process fake API server
 //! (`run_e2e`), the fake API server itself (`fake_api_server`), the metrics of a real engine
-//! (`metrics`), and the pod watch's `WatchedPod` against the full k8s-openapi `Pod`
-//! (`watched_pod`).
+//! (`metrics`), the pod watch's `WatchedPod` against the full k8s-openapi `Pod` (`watched_pod`),
+//! and the written objects' `ObjectJson` against k8s-openapi's types (`object_json`).
 
 #[path = "../support/fake_api/mod.rs"]
 mod fake_api;
