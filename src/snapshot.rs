@@ -30,6 +30,11 @@ pub struct Snapshot {
 impl Snapshot {
     /// Appends the objects of `other`.
     pub fn merge(&mut self, other: Snapshot) {
+        // The usual input is one List: its objects are moved whole, not copied one by one.
+        if self.is_empty() {
+            *self = other;
+            return;
+        }
         self.services.extend(other.services);
         self.pods.extend(other.pods);
         self.nodes.extend(other.nodes);

@@ -43,7 +43,7 @@ impl Serialize for Time {
     }
 }
 
-fn non_empty(n: &Name) -> Option<&str> {
+pub(super) fn non_empty(n: &Name) -> Option<&str> {
     (!n.is_empty()).then_some(n.as_str())
 }
 

@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 
-use super::inputs::LabelMap;
+use super::inputs::{LabelMap, non_empty};
 use crate::model::{
     Endpoint, EndpointAddress, EndpointPort, EndpointSlice, EndpointSubset, Endpoints,
     EndpointsPort, Hints, Meta, Name, OwnerReference, TargetRef,
@@ -65,9 +65,6 @@ struct MetaView<'a> {
 impl Serialize for MetaView<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let m = self.meta;
-        fn non_empty(n: &Name) -> Option<&str> {
-            (!n.is_empty()).then_some(n.as_str())
-        }
         let (name, namespace) = (non_empty(&m.name), non_empty(&m.namespace));
         let (uid, resource_version) = (non_empty(&m.uid), non_empty(&m.resource_version));
         let generation = (m.generation != 0).then_some(m.generation);

@@ -211,7 +211,7 @@ impl<'a> Reader<'a> {
                 })?,
             }
         }
-        self.done.take(loader);
+        self.done.out.merge(loader.out);
         Ok(())
     }
 

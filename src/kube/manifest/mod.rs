@@ -338,11 +338,7 @@ fn load_whole(source: &str, text: &str) -> Result<Manifest, LoadError> {
 
 /// The objects of whole documents, read into value trees.
 fn load_documents(source: &str, documents: Vec<(usize, Value)>) -> Result<Manifest, LoadError> {
-    let mut loader = Loader {
-        file: source,
-        out: Manifest::default(),
-        port_lists: HashMap::new(),
-    };
+    let mut loader = Loader::new(source);
     for (document, value) in documents {
         let at = Position {
             document,
@@ -355,11 +351,7 @@ fn load_documents(source: &str, documents: Vec<(usize, Value)>) -> Result<Manife
 
 /// Reads the one object of step `step` (1-based) of an events file, already parsed.
 pub fn load_step_object(source: &str, step: usize, value: Value) -> Result<Manifest, LoadError> {
-    let mut loader = Loader {
-        file: source,
-        out: Manifest::default(),
-        port_lists: HashMap::new(),
-    };
+    let mut loader = Loader::new(source);
     let at = Position {
         document: step,
         items: Vec::new(),
@@ -484,25 +476,6 @@ impl<'a> Loader<'a> {
             out: Manifest::default(),
             port_lists: HashMap::new(),
         }
-    }
-
-    /// What `other` loaded, after what this one did.
-    fn take(&mut self, other: Loader) {
-        let Manifest {
-            objects,
-            warnings,
-            given,
-            pools,
-        } = other.out;
-        // The usual file is one List: its objects are moved whole, not copied one by one.
-        if self.out.objects.is_empty() {
-            self.out.objects = objects;
-        } else {
-            self.out.objects.merge(objects);
-        }
-        self.out.warnings.extend(warnings);
-        self.out.given.extend(given);
-        self.out.pools.extend(pools);
     }
 }
 

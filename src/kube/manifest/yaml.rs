@@ -111,11 +111,7 @@ pub(super) fn load(
             item: Some((i, list)),
         }));
     }
-    let mut loader = Loader {
-        file: source,
-        out: Manifest::default(),
-        port_lists: Default::default(),
-    };
+    let mut loader = Loader::new(source);
     for (n, chunk) in pieces.chunks(CHUNK).enumerate() {
         let parsed: Vec<Option<Value>> = chunk.par_iter().map(|p| parse(p, options)).collect();
         for (i, (piece, value)) in chunk.iter().zip(parsed).enumerate() {
