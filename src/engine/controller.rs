@@ -175,7 +175,10 @@ impl Engine {
         // One key is planned here: handing it to a worker costs more than it saves.
         match &self.pool {
             Some(pool) if keys.len() > 1 => {
-                pool.install(|| keys.into_par_iter().map(timed).collect())
+                // One plan per task: a batch's costly services (many pods, many changes) may sit
+                // together, and the few halves rayon splits by default leave them to one worker
+                // while the other waits (steady churn: 2.7 times the other's CPU).
+                pool.install(|| keys.into_par_iter().with_max_len(1).map(timed).collect())
             }
             _ => keys.into_iter().map(timed).collect(),
         }
