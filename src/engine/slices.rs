@@ -422,9 +422,12 @@ impl Controller for EndpointSliceController {
             Prepared::Plan(mut plan, metrics) => {
                 let error = record.apply_slice_plan(sink, &mut plan, *metrics);
                 complete = error.is_none() && !record.abandoned;
-                self.topology
-                    .write()
-                    .apply(&key.to_string(), &plan.topology_changes);
+                // Most syncs change nothing here: no lock taken, no key formatted.
+                if !plan.topology_changes.is_empty() {
+                    self.topology
+                        .write()
+                        .apply(&key.to_string(), &plan.topology_changes);
+                }
                 let mut raised = plan.events;
                 if let Some(message) = &error {
                     raised.push(Event::warning(
