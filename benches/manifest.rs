@@ -2,8 +2,9 @@
 //! probes, statuses: `fixtures/pods/deployment-pod.yaml`) in one `List`, as JSON (item by item,
 //! straight into the model, in parallel) and as YAML (cut into items by line, each parsed into a
 //! value tree in parallel, then the model), beside the whole-file value path both took before
-//! (`yaml_whole`), as the baseline in the same run. Throughput is in pods; the whole process is
-//! timed by `perf/reconcile-whole.sh`.
+//! (`yaml_whole`), as the baseline in the same run; and one pod's JSON read borrowed against read
+//! into `WatchedPod`. Throughput is in pods; the whole process is timed by
+//! `perf/reconcile-whole.sh`.
 
 #[path = "../tests/support/real_pods.rs"]
 mod real_pods;
@@ -13,6 +14,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::Value;
 
+use sliced::kube::convert::{WatchedPod, pod_from_json_text, pod_from_watched};
 use sliced::kube::manifest::{LoadError, Manifest, load_str, load_str_whole};
 
 // The binary's allocator, so that the bench measures what ships.
@@ -70,5 +72,43 @@ fn load(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, load);
+/// One real-shaped pod's JSON into the compact pod, one core: the borrowed read `load_str` tries
+/// first, beside `WatchedPod` (owned strings and k8s-openapi's condition and port types), the
+/// read it falls back to and the only one before, as the baseline in the same run.
+fn pod_decode(c: &mut Criterion) {
+    let mut group = c.benchmark_group("manifest/pod_decode");
+    let texts = real_pods::json_variants(64, SERVICES);
+    let texts: Vec<&str> = texts
+        .iter()
+        .map(|t| std::str::from_utf8(t).unwrap_or_default())
+        .collect();
+    group.throughput(Throughput::Elements(texts.len() as u64));
+    group.bench_function("borrowed", |b| {
+        b.iter(|| {
+            for text in &texts {
+                match pod_from_json_text(black_box(text)) {
+                    Some(Ok(pod)) => drop(black_box(pod)),
+                    _ => panic!("the borrowed read refused a real pod"),
+                }
+            }
+        })
+    });
+    group.bench_function("watched_pod", |b| {
+        b.iter(|| {
+            for text in &texts {
+                let watched: WatchedPod = match serde_json::from_str(black_box(text)) {
+                    Ok(p) => p,
+                    Err(e) => panic!("{e}"),
+                };
+                match pod_from_watched(&watched) {
+                    Ok(pod) => drop(black_box(pod)),
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, load, pod_decode);
 criterion_main!(benches);

@@ -15,12 +15,14 @@ use crate::model::{
 };
 use crate::sink::Object;
 
+mod borrowed_pod;
 mod inputs;
 mod object_json;
 mod objects;
 mod pod;
 mod slice;
 
+pub use borrowed_pod::pod_from_json_text;
 pub use inputs::{NamespaceJson, NodeJson, PodJson, ServiceJson};
 pub use object_json::ObjectJson;
 pub use objects::{

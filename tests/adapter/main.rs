@@ -13,6 +13,7 @@ mod run_harness;
 #[path = "../support/snapshot_reference.rs"]
 mod snapshot_reference;
 
+mod borrowed_pod;
 mod damaged;
 mod fake_api_server;
 mod input_objects;

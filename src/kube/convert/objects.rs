@@ -373,10 +373,10 @@ struct PodMetadata {
 
 /// A struct read from a mapping only, as k8s-openapi's types are: serde's derive also takes a
 /// sequence of the fields in order, and would word a misplaced list as a mistake deeper down.
-struct Mapped<T>(T);
+pub(super) struct Mapped<T>(pub(super) T);
 
 /// The k8s-openapi name of the type a cut-down struct stands for, for messages.
-trait Mapping {
+pub(super) trait Mapping {
     const NAME: &'static str;
 }
 
@@ -413,13 +413,13 @@ impl<'de, T: Deserialize<'de> + Mapping> Deserialize<'de> for Mapped<T> {
     }
 }
 
-fn mapping<'de, D: Deserializer<'de>, T: Deserialize<'de> + Mapping>(
+pub(super) fn mapping<'de, D: Deserializer<'de>, T: Deserialize<'de> + Mapping>(
     d: D,
 ) -> Result<Option<T>, D::Error> {
     Ok(Option::<Mapped<T>>::deserialize(d)?.map(|m| m.0))
 }
 
-fn mappings<'de, D: Deserializer<'de>, T: Deserialize<'de> + Mapping>(
+pub(super) fn mappings<'de, D: Deserializer<'de>, T: Deserialize<'de> + Mapping>(
     d: D,
 ) -> Result<Option<Vec<T>>, D::Error> {
     let list = Option::<Vec<Mapped<T>>>::deserialize(d)?;

@@ -239,7 +239,11 @@ fn decode(unit: &Unit) -> Option<Decoded> {
     }
     Some(match kind {
         "Service" => Decoded::Service(typed::<core::Service, _>(text, convert::service_from_k8s)?),
-        "Pod" => Decoded::Pod(typed::<WatchedPod, _>(text, convert::pod_from_watched)?),
+        // Borrowed where it can be, `WatchedPod` where not: both read the same fields alike.
+        "Pod" => Decoded::Pod(match convert::pod_from_json_text(text) {
+            Some(read) => read.ok()?,
+            None => typed::<WatchedPod, _>(text, convert::pod_from_watched)?,
+        }),
         "Node" => Decoded::Node(typed::<core::Node, _>(text, convert::node_from_k8s)?),
         "Namespace" => Decoded::Namespace(typed::<core::Namespace, _>(
             text,
