@@ -1,5 +1,6 @@
 //! A pod's JSON read straight into [`PodFields`], borrowing every string it keeps from the text:
-//! no `String` per field, no label map, no full `PodCondition`, nothing to free afterwards.
+//! no `String` per field, no label map, no full `PodCondition`; only the lists of containers,
+//! ports, pod IPs and conditions are allocated.
 //!
 //! It takes only what [`WatchedPod`](super::WatchedPod) takes, and reads the same fields from it:
 //! each struct below mirrors one of `WatchedPod`'s, type for type, and is read from a mapping only.
