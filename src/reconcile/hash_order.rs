@@ -25,41 +25,83 @@ const FNV128_PRIME: u128 = 0x0000000001000000000000000000013b;
 
 /// Go's `fnv.New128a()` over `bytes`.
 pub fn fnv128a(bytes: &[u8]) -> HashKey {
-    bytes.iter().fold(FNV128_OFFSET, |h, &b| {
-        (h ^ u128::from(b)).wrapping_mul(FNV128_PRIME)
+    fnv128a_fold(FNV128_OFFSET, bytes)
+}
+
+/// FNV-1a from state `h`. The prime is 2^88 + 0x13b, so the multiply is a shift and a small
+/// multiply: a fraction of a full 128-bit one, on a chain as long as the print.
+fn fnv128a_fold(h: HashKey, bytes: &[u8]) -> HashKey {
+    const LOW: u128 = FNV128_PRIME - (1 << 88);
+    bytes.iter().fold(h, |h, &b| {
+        let h = h ^ u128::from(b);
+        (h << 88).wrapping_add(h.wrapping_mul(LOW))
     })
 }
 
-/// A print buffer. `fmt::Write` into a `String` cannot fail.
-#[derive(Default)]
-pub(crate) struct GoPrint(String);
+/// Where a print goes: kept as text (the tests compare it with go-spew's), or folded into its
+/// hash as it is written, which is all a sort needs: a subset of thousands of addresses prints
+/// hundreds of kilobytes, and no `String` of them is built.
+pub(crate) enum GoPrint {
+    #[cfg(test)]
+    Text(String),
+    Hash(HashKey),
+}
+
+#[cfg(test)]
+impl Default for GoPrint {
+    fn default() -> Self {
+        GoPrint::Text(String::new())
+    }
+}
+
+impl std::fmt::Write for GoPrint {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        match self {
+            #[cfg(test)]
+            GoPrint::Text(text) => text.push_str(s),
+            GoPrint::Hash(h) => *h = fnv128a_fold(*h, s.as_bytes()),
+        }
+        Ok(())
+    }
+}
 
 impl GoPrint {
+    fn hashing() -> Self {
+        GoPrint::Hash(FNV128_OFFSET)
+    }
+
     fn raw(&mut self, s: &str) {
-        self.0.push_str(s);
+        let _ = self.write_str(s);
     }
 
     /// `(type)value` for a Go string-kinded field.
     fn string(&mut self, field: &str, go_type: &str, value: &str) {
-        let _ = write!(self.0, "{field}:({go_type}){value}");
+        let _ = write!(self, "{field}:({go_type}){value}");
     }
 
     /// `(*type)value`, or `(*type)<nil>` for a nil pointer.
     fn pointer(&mut self, field: &str, go_type: &str, value: Option<&str>) {
-        let _ = write!(self.0, "{field}:(*{go_type}){}", value.unwrap_or("<nil>"));
+        let _ = write!(self, "{field}:(*{go_type}){}", value.unwrap_or("<nil>"));
     }
 
     fn int32(&mut self, field: &str, value: i32) {
-        let _ = write!(self.0, "{field}:(int32){value}");
+        let _ = write!(self, "{field}:(int32){value}");
     }
 
     fn hash(&self) -> HashKey {
-        fnv128a(self.0.as_bytes())
+        match self {
+            #[cfg(test)]
+            GoPrint::Text(text) => fnv128a(text.as_bytes()),
+            GoPrint::Hash(h) => *h,
+        }
     }
 
     #[cfg(test)]
     pub(crate) fn as_str(&self) -> &str {
-        &self.0
+        match self {
+            GoPrint::Text(text) => text,
+            GoPrint::Hash(_) => "",
+        }
     }
 }
 
@@ -85,8 +127,12 @@ fn endpoints_port_fields(out: &mut GoPrint, p: &EndpointsPort) {
 }
 
 /// The print of a core/v1 `EndpointPort`, as upstream hashes it.
+#[cfg(test)]
 pub(crate) fn print_endpoints_port(p: &EndpointsPort) -> GoPrint {
-    let mut out = GoPrint::default();
+    endpoints_port_into(GoPrint::default(), p)
+}
+
+fn endpoints_port_into(mut out: GoPrint, p: &EndpointsPort) -> GoPrint {
     out.raw("(v1.EndpointPort)");
     endpoints_port_fields(&mut out, p);
     out
@@ -94,8 +140,12 @@ pub(crate) fn print_endpoints_port(p: &EndpointsPort) -> GoPrint {
 
 /// The print of a discovery/v1 `EndpointPort`: `Name *string, Protocol *v1.Protocol, Port *int32,
 /// AppProtocol *string`.
+#[cfg(test)]
 pub(crate) fn print_slice_port(p: &EndpointPort) -> GoPrint {
-    let mut out = GoPrint::default();
+    slice_port_into(GoPrint::default(), p)
+}
+
+fn slice_port_into(mut out: GoPrint, p: &EndpointPort) -> GoPrint {
     out.raw("(v1.EndpointPort){");
     out.pointer("Name", "string", p.name.as_deref());
     out.raw(" ");
@@ -133,7 +183,7 @@ fn address_fields(out: &mut GoPrint, a: &EndpointAddress) {
     out.raw("{IP:(string)");
     match &a.ip {
         Address::Ip(ip) => {
-            let _ = write!(out.0, "{ip}");
+            let _ = write!(out, "{ip}");
         }
         Address::Text(t) => out.raw(t),
     }
@@ -152,7 +202,7 @@ fn address_fields(out: &mut GoPrint, a: &EndpointAddress) {
 /// A list field: `(type)<nil>` when empty (upstream's repacked subsets hold nil, never empty,
 /// lists), else `(type)[a b]`.
 fn list<T>(out: &mut GoPrint, field: &str, go_type: &str, items: &[T], each: fn(&mut GoPrint, &T)) {
-    let _ = write!(out.0, "{field}:({go_type})");
+    let _ = write!(out, "{field}:({go_type})");
     if items.is_empty() {
         out.raw("<nil>");
         return;
@@ -168,8 +218,12 @@ fn list<T>(out: &mut GoPrint, field: &str, go_type: &str, items: &[T], each: fn(
 }
 
 /// The print of a core/v1 `EndpointSubset`, as upstream hashes it.
+#[cfg(test)]
 pub(crate) fn print_subset(s: &EndpointSubset) -> GoPrint {
-    let mut out = GoPrint::default();
+    subset_into(GoPrint::default(), s)
+}
+
+fn subset_into(mut out: GoPrint, s: &EndpointSubset) -> GoPrint {
     out.raw("(v1.EndpointSubset){");
     list(
         &mut out,
@@ -199,15 +253,15 @@ pub(crate) fn print_subset(s: &EndpointSubset) -> GoPrint {
 }
 
 pub fn endpoints_port_hash(p: &EndpointsPort) -> HashKey {
-    print_endpoints_port(p).hash()
+    endpoints_port_into(GoPrint::hashing(), p).hash()
 }
 
 pub fn slice_port_hash(p: &EndpointPort) -> HashKey {
-    print_slice_port(p).hash()
+    slice_port_into(GoPrint::hashing(), p).hash()
 }
 
 pub fn subset_hash(s: &EndpointSubset) -> HashKey {
-    print_subset(s).hash()
+    subset_into(GoPrint::hashing(), s).hash()
 }
 
 /// Sorts by a key computed once per item. Upstream's sort is not stable, but only equal prints
