@@ -9,7 +9,10 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use sliced::kube::convert::{endpoints_from_k8s, endpoints_to_k8s};
-use sliced::model::{Address, EndpointSlice, Endpoints, Name, Pod, Uid, intern};
+use sliced::model::{
+    Address, ContainerPort, EndpointSlice, Endpoints, Name, Pod, Protocol, ServicePort, TargetPort,
+    Uid, intern,
+};
 use sliced::reconcile::endpoints::{
     AddressCache, Edit, EndpointsInput, EndpointsPlan, EndpointsWrite, Settled, sync, sync_cached,
     sync_settled,
@@ -91,8 +94,63 @@ fn bench_endpoints(c: &mut Criterion) {
                 black_box(writes)
             })
         });
+        // The same, with the pods of two templates that name a port differently: three subsets,
+        // ordered by the hash of each one's whole print (as mid-way through a rolling update that
+        // moves a named port). Against `one_pod_changed`: the cost of that order.
+        let templates = two_templates(&scenario);
+        let pods: Vec<&Pod> = templates.pods.iter().collect();
+        let current = existing_endpoints(&templates, &pods);
+        assert_eq!(current.subsets.len(), 3);
+        let mut changed_pods = templates.pods.clone();
+        changed_pods[0].ready = false;
+        let changed: Vec<&Pod> = changed_pods.iter().collect();
+        group.bench_with_input(
+            BenchmarkId::new("two_templates_one_pod_changed", n),
+            &n,
+            |b, _| {
+                b.iter(|| {
+                    let writes = plan(&templates, &changed, Some(&current)).write_count();
+                    assert_eq!(writes, 1);
+                    black_box(writes)
+                })
+            },
+        );
     }
     group.finish();
+}
+
+/// `s` with a second service port, `metrics`, that even pods serve on 9090 and odd ones on 9091.
+fn two_templates(s: &ServiceScenario) -> ServiceScenario {
+    let mut out = ServiceScenario {
+        service: s.service.clone(),
+        pods: s.pods.clone(),
+        nodes: s.nodes.clone(),
+    };
+    out.service.ports.push(ServicePort {
+        name: intern("metrics"),
+        port: 9100,
+        target_port: TargetPort::Name(intern("metrics")),
+        protocol: Protocol::Tcp,
+        app_protocol: None,
+        node_port: None,
+    });
+    let named = |port| -> Arc<[ContainerPort]> {
+        Arc::from(vec![ContainerPort {
+            name: intern("metrics"),
+            port,
+            protocol: Protocol::Tcp,
+            sidecar: false,
+        }])
+    };
+    let (even, odd) = (named(9090), named(9091));
+    for (i, pod) in out.pods.iter_mut().enumerate() {
+        pod.named_ports = if i % 2 == 0 {
+            even.clone()
+        } else {
+            odd.clone()
+        };
+    }
+    out
 }
 
 /// The engine's incremental path: the address cache edited by one changed pod, then the sync

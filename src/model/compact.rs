@@ -133,7 +133,15 @@ fn parse_uuid(s: &str) -> Option<[u8; 16]> {
 
 /// The canonical text of a UUID, written into `out`.
 fn format_uuid<'a>(b: &[u8; 16], out: &'a mut [u8; 36]) -> &'a str {
+    *out = uuid_ascii(b);
+    // Only ASCII hex digits and hyphens were written.
+    std::str::from_utf8(out).unwrap_or_default()
+}
+
+/// The canonical text of a UUID as bytes: lowercase hex digits and four hyphens.
+pub(crate) fn uuid_ascii(b: &[u8; 16]) -> [u8; 36] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0; 36];
     let mut at = 0;
     for (i, byte) in b.iter().enumerate() {
         if matches!(i, 4 | 6 | 8 | 10) {
@@ -144,8 +152,7 @@ fn format_uuid<'a>(b: &[u8; 16], out: &'a mut [u8; 36]) -> &'a str {
         out[at + 1] = HEX[usize::from(byte & 0xf)];
         at += 2;
     }
-    // Only ASCII hex digits and hyphens were written.
-    std::str::from_utf8(out).unwrap_or_default()
+    out
 }
 
 /// The order of two resourceVersions of one resource, as apimachinery's `resourceversion` package

@@ -8,7 +8,7 @@ mod load_balancer;
 mod objects;
 mod slice;
 
-pub(crate) use compact::PackedTime;
+pub(crate) use compact::{PackedTime, uuid_ascii};
 pub use compact::{PodIps, ResourceVersion, Uid, compare_resource_versions};
 pub use intern::{Name, intern, interned_count};
 pub use labels::Labels;

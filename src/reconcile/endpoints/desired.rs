@@ -14,7 +14,7 @@ use crate::model::{
     ClusterIp, ContainerPort, EndpointAddress, EndpointSubset, EndpointsPort, IpFamily, Name, Pod,
     Service, TargetRef, Uid, intern,
 };
-use crate::reconcile::hash_order::{self, HashKey};
+use crate::reconcile::hash_order::{self, AddressFields, AddressText, HashKey, TargetFields};
 use crate::reconcile::ports::{numeric_only, target_port_number};
 use crate::reconcile::slices::pod_has_endpoint;
 
@@ -318,7 +318,7 @@ impl<'a> Desired<'a> {
             // Upstream orders subsets by a hash of the whole subset, so each is printed once.
             let mut keyed: Vec<(HashKey, Group)> = std::mem::take(&mut self.groups)
                 .into_iter()
-                .map(|g| (hash_order::subset_hash(&self.subset(&g)), g))
+                .map(|g| (self.subset_hash(&g), g))
                 .collect();
             keyed.sort_by_key(|(hash, _)| *hash);
             self.groups = keyed.into_iter().map(|(_, g)| g).collect();
@@ -410,6 +410,57 @@ impl<'a> Desired<'a> {
                 resource_version: None,
             }),
         }
+    }
+
+    /// What [`Desired::address`] gives, read from the pod: what the print of the address reads.
+    fn address_fields(&self, i: u32) -> AddressFields<'_> {
+        let e = &self.entries[i as usize];
+        let pod = e.pod;
+        AddressFields {
+            ip: AddressText::Ip(e.ip),
+            hostname: hostname(self.service, pod).map_or("", |h| h.as_str()),
+            node_name: Some(pod.node_name.as_deref().unwrap_or("")),
+            target: Some(TargetFields {
+                kind: POD_KIND.as_str(),
+                namespace: pod.meta.namespace.as_str(),
+                name: pod.meta.name.as_str(),
+                uid: Some(pod.meta.uid()),
+                api_version: "",
+                resource_version: "",
+            }),
+        }
+    }
+
+    /// The hash that orders `g` among the subsets: that of [`Desired::subset`]'s print.
+    fn subset_hash(&self, g: &Group) -> HashKey {
+        hash_order::subset_fields_hash(
+            g.ready.iter().map(|&i| self.address_fields(i)),
+            g.not_ready.iter().map(|&i| self.address_fields(i)),
+            &g.ports,
+        )
+    }
+
+    /// For each subset: the print and hash made from the pods, and those of the built subset.
+    #[cfg(test)]
+    pub(crate) fn prints(&self) -> Vec<((String, HashKey), (String, HashKey))> {
+        self.groups
+            .iter()
+            .map(|g| {
+                let from_pods = hash_order::print_subset_fields(
+                    g.ready.iter().map(|&i| self.address_fields(i)),
+                    g.not_ready.iter().map(|&i| self.address_fields(i)),
+                    &g.ports,
+                );
+                let subset = self.subset(g);
+                (
+                    (from_pods.as_str().to_owned(), self.subset_hash(g)),
+                    (
+                        hash_order::print_subset(&subset).as_str().to_owned(),
+                        hash_order::subset_hash(&subset),
+                    ),
+                )
+            })
+            .collect()
     }
 
     fn subset(&self, g: &Group) -> EndpointSubset {

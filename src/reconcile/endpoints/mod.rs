@@ -20,6 +20,7 @@ pub use cache::{AddressCache, Edit, Settled};
 pub use capacity::{ANNOTATION_OVER_CAPACITY, MAX_CAPACITY, OVER_CAPACITY_TRUNCATED};
 pub use compare::same_subsets;
 pub use desired::pod_in_endpoints;
+pub(crate) use repack::write_v4;
 pub use repack::{address_order, repack};
 
 /// Endpoints carrying this annotation hold a leader-election record, not a Service's endpoints:

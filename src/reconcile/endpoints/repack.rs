@@ -26,7 +26,9 @@ impl IpKey {
     pub(crate) fn of_ip(ip: &IpAddr) -> IpKey {
         let mut out = [0u8; 40];
         match ip {
-            IpAddr::V4(v4) => write_v4(v4.octets(), &mut out),
+            IpAddr::V4(v4) => {
+                write_v4(v4.octets(), &mut out);
+            }
             IpAddr::V6(v6) => {
                 let mut w = FixedWriter {
                     buf: &mut out,
@@ -66,8 +68,9 @@ impl IpKey {
     }
 }
 
-/// Writes dotted-quad text by hand: this runs once per pod per sync. At most 15 bytes.
-fn write_v4(octets: [u8; 4], out: &mut [u8]) {
+/// Writes dotted-quad text by hand, as Go prints it: this runs once per pod per sync. At most 15
+/// bytes; returns how many.
+pub(crate) fn write_v4(octets: [u8; 4], out: &mut [u8]) -> usize {
     let mut i = 0;
     for (n, o) in octets.into_iter().enumerate() {
         if n > 0 {
@@ -85,6 +88,7 @@ fn write_v4(octets: [u8; 4], out: &mut [u8]) {
         out[i] = b'0' + o % 10;
         i += 1;
     }
+    i
 }
 
 struct FixedWriter<'a> {

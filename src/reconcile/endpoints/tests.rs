@@ -198,6 +198,44 @@ fn named_ports_resolving_differently_make_several_subsets() {
     assert!(hashes.is_sorted(), "{layout:?}");
 }
 
+/// Subsets are ordered by hashing their addresses as read from the pods, not as built: the two
+/// prints must agree, whatever the pod holds (a hostname, no node, a UID that is not a UUID).
+#[test]
+fn a_subset_printed_from_its_pods_prints_as_built() {
+    let mut pods = vec![
+        pod("a", "10.0.0.1", true, &[("admin", 9000)]),
+        pod("b", "10.0.0.200", false, &[]),
+        pod("c", "10.20.3.4", true, &[("admin", 9001)]),
+        pod("d", "10.0.0.9", false, &[("admin", 9000)]),
+    ];
+    pods[0].set_hostname(Some(intern("a")));
+    pods[0].set_subdomain(Some(intern("web")));
+    pods[1].node_name = None;
+    pods[2]
+        .meta
+        .set_uid(Uid::new("8f7d6c5b-4a39-4281-9f0e-1d2c3b4a5968"));
+    pods[3].set_hostname(Some(intern("d")));
+    let v4 = service(vec![
+        port("http", TargetPort::Number(8080)),
+        port("admin", TargetPort::Name(intern("admin"))),
+    ]);
+    let mut v6 = v4.clone();
+    v6.ip_families = smallvec![IpFamily::V6];
+    let mut v6_pods = pods.clone();
+    for (i, p) in v6_pods.iter_mut().enumerate() {
+        let ip: IpAddr = format!("fd00::{:x}", i * 0x1001 + 1).parse().unwrap();
+        p.set_ips([ip]);
+    }
+    for (svc, pods) in [(&v4, &pods), (&v6, &v6_pods)] {
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let prints = desired::Desired::build(svc, &refs).prints();
+        assert!(prints.len() > 1, "{prints:?}");
+        for (from_pods, built) in prints {
+            assert_eq!(from_pods, built);
+        }
+    }
+}
+
 #[test]
 fn another_order_alone_is_not_rewritten_but_a_write_restores_upstreams() {
     let svc = service(vec![
