@@ -15,7 +15,9 @@ use super::controller::{Controller, Handlers, PodRules, STALE_MESSAGE, SyncOutco
 use super::incremental::{ChangeLog, Changes, Located, Locator};
 use super::slice_metrics::SliceSyncMetrics;
 use crate::index::{Index, ServiceKey, is_managed};
-use crate::model::{AddressType, EndpointSlice, Name, Node, Pod, Service, ServiceType, keys};
+use crate::model::{
+    AddressType, EndpointSlice, Labels, Name, Node, Pod, Service, ServiceType, keys,
+};
 use crate::queue::{Clock, QueueConfig, WorkQueue};
 use crate::reconcile::slices::{
     IncrementalInput, SyncInput, address_types, reconcile, reconcile_incremental,
@@ -112,6 +114,26 @@ impl EndpointSliceController {
         })
     }
 
+    /// The trigger time from the changed pods alone, as they are now; `None` when the tracker
+    /// holds nothing for the service yet and needs every pod.
+    fn trigger_time_of_changed(
+        &self,
+        cx: &Cluster,
+        key: &ServiceKey,
+        service: &Service,
+        changes: &Changes,
+    ) -> Option<Option<crate::model::Timestamp>> {
+        let selector = service.selector.as_ref()?;
+        let current = changed_now(cx, key, selector, changes);
+        let changed: Vec<(Name, Option<&Pod>)> = current
+            .iter()
+            .map(|(n, p)| (n.clone(), p.as_deref()))
+            .collect();
+        self.triggers
+            .lock()
+            .compute_changed(&key.namespace, &key.name, service, &changed)
+    }
+
     /// The plan of a sync where only some pods changed since the last successful one, computed
     /// from those pods and the slices holding them. `None` when the incremental reconciler's
     /// preconditions do not hold: the caller reconciles in full.
@@ -124,19 +146,7 @@ impl EndpointSliceController {
         slices: &[&EndpointSlice],
     ) -> Option<Plan> {
         let selector = service.selector.as_ref()?;
-        // The changed pods as they are now: None when gone or no longer selected.
-        let current: Vec<(Name, Option<Arc<Pod>>)> = changes
-            .pods
-            .iter()
-            .map(|name| {
-                let pod = cx
-                    .index
-                    .pods()
-                    .get(&key.namespace, name)
-                    .filter(|p| p.meta.labels.matches(selector));
-                (name.clone(), pod)
-            })
-            .collect();
+        let current = changed_now(cx, key, selector, changes);
         let changed: Vec<(Name, Option<&Pod>)> = current
             .iter()
             .map(|(n, p)| (n.clone(), p.as_deref()))
@@ -188,6 +198,27 @@ impl EndpointSliceController {
         cx.stats.lock().incremental_syncs += 1;
         Some(plan)
     }
+}
+
+/// The changed pods as they are now: `None` when gone or no longer selected.
+fn changed_now(
+    cx: &Cluster,
+    key: &ServiceKey,
+    selector: &Labels,
+    changes: &Changes,
+) -> Vec<(Name, Option<Arc<Pod>>)> {
+    changes
+        .pods
+        .iter()
+        .map(|name| {
+            let pod = cx
+                .index
+                .pods()
+                .get(&key.namespace, name)
+                .filter(|p| p.meta.labels.matches(selector));
+            (name.clone(), pod)
+        })
+        .collect()
 }
 
 /// Nothing the reconcilers read differs: a watch echo of the engine's own write, a relist or a
@@ -385,10 +416,17 @@ impl Controller for EndpointSliceController {
         {
             return planned(plan, true);
         }
+        // Known changes that the incremental path could not place (pods of several port groups,
+        // say) still give the trigger time without a walk over every pod.
+        let known_trigger_time = (!changes.full && cx.options.incremental)
+            .then(|| self.trigger_time_of_changed(cx, key, &service, &changes))
+            .flatten();
         let plan = self.full_plan(cx, key, &service, &slice_refs, |pods| {
-            self.triggers
-                .lock()
-                .compute(&key.namespace, &key.name, &service, pods)
+            known_trigger_time.unwrap_or_else(|| {
+                self.triggers
+                    .lock()
+                    .compute(&key.namespace, &key.name, &service, pods)
+            })
         });
         planned(plan, false)
     }

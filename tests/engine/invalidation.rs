@@ -404,3 +404,59 @@ fn the_model_follows_upstreams_rules() {
         .expect("published");
     assert!(!terminating.ready && terminating.serving && terminating.terminating);
 }
+
+/// Pods of two templates that resolve a named port differently: two port groups, which the
+/// incremental path does not place, so every sync is in full, but with its trigger time taken
+/// from the changed pods alone. Readiness moves, a new pod and a deleted one must be written with
+/// the trigger times a full sync computes from every pod.
+#[test]
+fn two_port_groups_sync_in_full_with_the_trigger_time_of_the_changed_pods() {
+    use sliced::model::{ContainerPort, Protocol, ServicePort, TargetPort, intern};
+    let (scenario, mut snapshot) = scenario(40);
+    snapshot.services[0].ports.push(ServicePort {
+        name: intern("metrics"),
+        port: 9100,
+        target_port: TargetPort::Name(intern("metrics")),
+        protocol: Protocol::Tcp,
+        app_protocol: None,
+        node_port: None,
+    });
+    let named = |port| -> Arc<[ContainerPort]> {
+        Arc::from(vec![ContainerPort {
+            name: intern("metrics"),
+            port,
+            protocol: Protocol::Tcp,
+            sidecar: false,
+        }])
+    };
+    for (i, pod) in snapshot.pods.iter_mut().enumerate() {
+        pod.named_ports = named(9090 + (i % 2) as i32);
+    }
+    let pair = Pair::loaded(&snapshot);
+    let mut second = 1_700_001_000;
+    for i in [3, 4, 11, 3] {
+        second += 10;
+        let pod = snapshot.pods[i].clone();
+        let flipped = version(&pod, second as u64, |p| {
+            p.ready = !p.ready;
+            p.set_ready_transition(Timestamp::from_second(second).ok());
+        });
+        let change = apply_pod(&mut snapshot, flipped);
+        pair.deliver(&[change]);
+    }
+    let mut added = new_pod(&scenario, 7);
+    added.named_ports = named(9091);
+    added.set_ready_transition(Timestamp::from_second(second + 10).ok());
+    let change = apply_pod(&mut snapshot, added);
+    pair.deliver(&[change]);
+    let gone = snapshot.pods.remove(6);
+    pair.deliver(&[Change::PodDeleted {
+        namespace: gone.meta.namespace.clone(),
+        name: gone.meta.name.clone(),
+    }]);
+    pair.check(&snapshot);
+    let slices = pair.incremental.slices();
+    let groups: std::collections::HashSet<String> =
+        slices.iter().map(|s| format!("{:?}", s.ports)).collect();
+    assert_eq!(groups.len(), 2, "{groups:?}");
+}
