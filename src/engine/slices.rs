@@ -118,20 +118,13 @@ impl EndpointSliceController {
     /// holds nothing for the service yet and needs every pod.
     fn trigger_time_of_changed(
         &self,
-        cx: &Cluster,
         key: &ServiceKey,
         service: &Service,
-        changes: &Changes,
+        changed: &[(Name, Option<&Pod>)],
     ) -> Option<Option<crate::model::Timestamp>> {
-        let selector = service.selector.as_ref()?;
-        let current = changed_now(cx, key, selector, changes);
-        let changed: Vec<(Name, Option<&Pod>)> = current
-            .iter()
-            .map(|(n, p)| (n.clone(), p.as_deref()))
-            .collect();
         self.triggers
             .lock()
-            .compute_changed(&key.namespace, &key.name, service, &changed)
+            .compute_changed(&key.namespace, &key.name, service, changed)
     }
 
     /// The plan of a sync where only some pods changed since the last successful one, computed
@@ -142,15 +135,9 @@ impl EndpointSliceController {
         cx: &Cluster,
         key: &ServiceKey,
         service: &Service,
-        changes: &Changes,
+        changed: &[(Name, Option<&Pod>)],
         slices: &[&EndpointSlice],
     ) -> Option<Plan> {
-        let selector = service.selector.as_ref()?;
-        let current = changed_now(cx, key, selector, changes);
-        let changed: Vec<(Name, Option<&Pod>)> = current
-            .iter()
-            .map(|(n, p)| (n.clone(), p.as_deref()))
-            .collect();
         let position: HashMap<&str, usize, ahash::RandomState> = slices
             .iter()
             .enumerate()
@@ -160,7 +147,7 @@ impl EndpointSliceController {
         // held by several slices (duplicates someone left) cannot be placed incrementally.
         let types = address_types(service);
         let mut located: Vec<Option<usize>> = Vec::with_capacity(changed.len() * types.len());
-        for (name, _) in &changed {
+        for (name, _) in changed {
             for at in &types {
                 located.push(match self.locator.locate(key, name, at) {
                     Located::Nowhere => None,
@@ -180,7 +167,7 @@ impl EndpointSliceController {
         let topology = self.topology.read();
         let mut plan = reconcile_incremental(&IncrementalInput {
             service,
-            changed: &changed,
+            changed,
             nodes: nodes.as_ref(),
             slices,
             locate: &locate,
@@ -190,10 +177,7 @@ impl EndpointSliceController {
             topology: &topology,
             options: &cx.options.reconcile,
         })?;
-        let trigger_time =
-            self.triggers
-                .lock()
-                .compute_changed(&key.namespace, &key.name, service, &changed)?;
+        let trigger_time = self.trigger_time_of_changed(key, service, changed)?;
         set_plan_trigger_time(&mut plan, trigger_time);
         cx.stats.lock().incremental_syncs += 1;
         Some(plan)
@@ -410,17 +394,29 @@ impl Controller for EndpointSliceController {
             );
             Prepared::Plan(plan, Box::new(metrics))
         };
-        if !changes.full
-            && cx.options.incremental
-            && let Some(plan) = self.prepare_incremental(cx, key, &service, &changes, &slice_refs)
+        // The changed pods as they are now, when the change log knows them.
+        let current = match &service.selector {
+            Some(selector) if !changes.full && cx.options.incremental => {
+                Some(changed_now(cx, key, selector, &changes))
+            }
+            _ => None,
+        };
+        let changed: Option<Vec<(Name, Option<&Pod>)>> = current.as_ref().map(|current| {
+            current
+                .iter()
+                .map(|(n, p)| (n.clone(), p.as_deref()))
+                .collect()
+        });
+        if let Some(changed) = &changed
+            && let Some(plan) = self.prepare_incremental(cx, key, &service, changed, &slice_refs)
         {
             return planned(plan, true);
         }
         // Known changes that the incremental path could not place (pods of several port groups,
         // say) still give the trigger time without a walk over every pod.
-        let known_trigger_time = (!changes.full && cx.options.incremental)
-            .then(|| self.trigger_time_of_changed(cx, key, &service, &changes))
-            .flatten();
+        let known_trigger_time = changed
+            .as_ref()
+            .and_then(|changed| self.trigger_time_of_changed(key, &service, changed));
         let plan = self.full_plan(cx, key, &service, &slice_refs, |pods| {
             known_trigger_time.unwrap_or_else(|| {
                 self.triggers
