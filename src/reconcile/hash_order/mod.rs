@@ -7,7 +7,7 @@
 //! The printed form is small and deterministic: a struct is `(pkg.Type){Field:value ...}`, every
 //! value is prefixed by its Go type in parentheses except inside a list (`[a b]`), a nil pointer
 //! or list prints `<nil>`, strings print bare. `tests/vectors/go_hash.json` holds prints and
-//! hashes made by go-spew and Go's `hash/fnv` themselves, which the tests below compare byte for byte.
+//! hashes made by go-spew and Go's `hash/fnv` themselves, which `tests.rs` compares byte for byte.
 
 use std::cmp::Ordering;
 use std::fmt::Write as _;
