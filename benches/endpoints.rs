@@ -9,16 +9,13 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use sliced::kube::convert::{endpoints_from_k8s, endpoints_to_k8s};
-use sliced::model::{
-    Address, ContainerPort, EndpointSlice, Endpoints, Name, Pod, Protocol, ServicePort, TargetPort,
-    Uid, intern,
-};
+use sliced::model::{Address, EndpointSlice, Endpoints, Name, Pod, Uid, intern};
 use sliced::reconcile::endpoints::{
     AddressCache, Edit, EndpointsInput, EndpointsPlan, EndpointsWrite, Settled, sync, sync_cached,
     sync_settled,
 };
 use sliced::reconcile::mirroring::{self, MirrorInput};
-use sliced::sim::{ServiceScenario, single_service};
+use sliced::sim::{self, ServiceScenario, single_service};
 
 // The binary's allocator, so that the bench measures what ships.
 #[global_allocator]
@@ -119,37 +116,14 @@ fn bench_endpoints(c: &mut Criterion) {
     group.finish();
 }
 
-/// `s` with a second service port, `metrics`, that even pods serve on 9090 and odd ones on 9091.
+/// `s` with the pods of two templates that serve a named port differently.
 fn two_templates(s: &ServiceScenario) -> ServiceScenario {
     let mut out = ServiceScenario {
         service: s.service.clone(),
         pods: s.pods.clone(),
         nodes: s.nodes.clone(),
     };
-    out.service.ports.push(ServicePort {
-        name: intern("metrics"),
-        port: 9100,
-        target_port: TargetPort::Name(intern("metrics")),
-        protocol: Protocol::Tcp,
-        app_protocol: None,
-        node_port: None,
-    });
-    let named = |port| -> Arc<[ContainerPort]> {
-        Arc::from(vec![ContainerPort {
-            name: intern("metrics"),
-            port,
-            protocol: Protocol::Tcp,
-            sidecar: false,
-        }])
-    };
-    let (even, odd) = (named(9090), named(9091));
-    for (i, pod) in out.pods.iter_mut().enumerate() {
-        pod.named_ports = if i % 2 == 0 {
-            even.clone()
-        } else {
-            odd.clone()
-        };
-    }
+    sim::two_templates(&mut out.service, &mut out.pods);
     out
 }
 

@@ -24,6 +24,6 @@ pub use churn::Churn;
 pub use cluster::{Cluster, Deployment, EPOCH_SECOND, LABEL_TEMPLATE_HASH, Zone, generate};
 pub use episodes::NodeLoss;
 pub use rng::Rng;
-pub use simple::{ServiceScenario, cluster, single_service};
+pub use simple::{ServiceScenario, cluster, single_service, two_templates};
 pub use spec::{ClusterSpec, MAX_NAMESPACES, MAX_NODES, MAX_PODS, MAX_SERVICES, SpecError};
 pub use trace::{TraceKind, trace};

@@ -108,6 +108,37 @@ pub fn single_service(pods: usize) -> ServiceScenario {
     }
 }
 
+/// Gives `service` a second port, `metrics`, that names its target, and has the even pods serve
+/// it on 9090 and the odd ones on 9091: the pods of two templates mid-way through a rolling update
+/// that moves a named port. The Endpoints then hold several subsets, and the slices two port
+/// groups.
+pub fn two_templates(service: &mut Service, pods: &mut [Pod]) {
+    service.ports.push(ServicePort {
+        name: intern("metrics"),
+        port: 9100,
+        target_port: TargetPort::Name(intern("metrics")),
+        protocol: Protocol::Tcp,
+        app_protocol: None,
+        node_port: None,
+    });
+    let named = |port| -> Arc<[ContainerPort]> {
+        Arc::from(vec![ContainerPort {
+            name: intern("metrics"),
+            port,
+            protocol: Protocol::Tcp,
+            sidecar: false,
+        }])
+    };
+    let (even, odd) = (named(9090), named(9091));
+    for (i, pod) in pods.iter_mut().enumerate() {
+        pod.named_ports = if i % 2 == 0 {
+            even.clone()
+        } else {
+            odd.clone()
+        };
+    }
+}
+
 /// A deterministic cluster: `services` services in 10 namespaces sharing `pods` pods with a heavy
 /// tail (service i gets a share proportional to 1/(i+1)), on nodes of 30 pods in three zones.
 pub fn cluster(pods: usize, services: usize, seed: u64) -> Snapshot {

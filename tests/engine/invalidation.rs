@@ -411,27 +411,8 @@ fn the_model_follows_upstreams_rules() {
 /// the trigger times a full sync computes from every pod.
 #[test]
 fn two_port_groups_sync_in_full_with_the_trigger_time_of_the_changed_pods() {
-    use sliced::model::{ContainerPort, Protocol, ServicePort, TargetPort, intern};
     let (scenario, mut snapshot) = scenario(40);
-    snapshot.services[0].ports.push(ServicePort {
-        name: intern("metrics"),
-        port: 9100,
-        target_port: TargetPort::Name(intern("metrics")),
-        protocol: Protocol::Tcp,
-        app_protocol: None,
-        node_port: None,
-    });
-    let named = |port| -> Arc<[ContainerPort]> {
-        Arc::from(vec![ContainerPort {
-            name: intern("metrics"),
-            port,
-            protocol: Protocol::Tcp,
-            sidecar: false,
-        }])
-    };
-    for (i, pod) in snapshot.pods.iter_mut().enumerate() {
-        pod.named_ports = named(9090 + (i % 2) as i32);
-    }
+    sim::two_templates(&mut snapshot.services[0], &mut snapshot.pods);
     let pair = Pair::loaded(&snapshot);
     let mut second = 1_700_001_000;
     for i in [3, 4, 11, 3] {
@@ -445,7 +426,7 @@ fn two_port_groups_sync_in_full_with_the_trigger_time_of_the_changed_pods() {
         pair.deliver(&[change]);
     }
     let mut added = new_pod(&scenario, 7);
-    added.named_ports = named(9091);
+    added.named_ports = snapshot.pods[1].named_ports.clone();
     added.set_ready_transition(Timestamp::from_second(second + 10).ok());
     let change = apply_pod(&mut snapshot, added);
     pair.deliver(&[change]);
