@@ -9,9 +9,11 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use ahash::RandomState;
+use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 use super::desired::{Desired, hostname, pod_in_endpoints, pod_ip, pod_ports};
+use super::memo::SubsetMemo;
 use super::repack::IpKey;
 use crate::model::{ContainerPort, EndpointsPort, Name, Pod, Service, Uid};
 
@@ -87,6 +89,10 @@ pub struct AddressCache {
     ready: usize,
     hasher: RandomState,
     settled: Option<Settled>,
+    /// The hashes that ordered the subsets at the last sync, while the pods serve several port
+    /// sets. Behind a lock because syncs read the cache shared; one service's syncs never run at
+    /// once, so it is never waited on.
+    memo: Mutex<SubsetMemo>,
 }
 
 impl AddressCache {
@@ -170,6 +176,7 @@ impl AddressCache {
             name_hashes: Vec::new(),
             hasher: RandomState::new(),
             settled: None,
+            memo: Mutex::default(),
         };
         let mut last = None;
         for pod in pods {
@@ -289,6 +296,7 @@ impl AddressCache {
         let first = self.addresses.first().map_or(0, |a| a.ports);
         let serving = self.serving.get(first as usize).copied().unwrap_or(0);
         if serving == self.addresses.len() {
+            self.memo.lock().clear();
             let ports = self
                 .port_sets
                 .get(first as usize)
@@ -302,7 +310,9 @@ impl AddressCache {
         }
         // Pods serving different ports: grouped into subsets as a full build does.
         let pods: Vec<&Pod> = self.addresses.iter().map(|a| &*a.pod).collect();
-        Desired::build(service, &pods)
+        Desired::build_remembering(service, &pods, &mut self.memo.lock(), || {
+            self.addresses.iter().map(|a| Arc::clone(&a.pod)).collect()
+        })
     }
 
     /// The Endpoints object a full sync of these addresses leaves as it is, if known.

@@ -3,18 +3,21 @@
 //! pods until a write needs them, so that a sync that changes nothing allocates almost nothing.
 
 use std::net::IpAddr;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use smallvec::SmallVec;
 
 use super::capacity::MAX_CAPACITY;
 use super::compare::{same_ports, text};
+use super::memo::{AddressKey, Remembered, SubsetMemo};
 use super::repack::sort_addresses;
 use crate::model::{
     ClusterIp, ContainerPort, EndpointAddress, EndpointSubset, EndpointsPort, IpFamily, Name, Pod,
     Service, TargetRef, Uid, intern,
 };
-use crate::reconcile::hash_order::{self, AddressFields, AddressText, HashKey, TargetFields};
+use crate::reconcile::hash_order::{
+    self, AddressFields, AddressText, HashKey, Resume, TargetFields,
+};
 use crate::reconcile::ports::{numeric_only, target_port_number};
 use crate::reconcile::slices::pod_has_endpoint;
 
@@ -103,6 +106,31 @@ pub(crate) fn pod_ports(
 impl<'a> Desired<'a> {
     /// The desired subsets of `service` from the pods its selector matches.
     pub(crate) fn build(service: &'a Service, pods: &[&'a Pod]) -> Desired<'a> {
+        Self::build_with(service, pods, None)
+    }
+
+    /// [`Desired::build`], ordering several subsets by hashes resumed from `memo`, which is left
+    /// holding this build's: `alive` gives the pods (held by the caller) `pods` point into.
+    pub(crate) fn build_remembering(
+        service: &'a Service,
+        pods: &[&'a Pod],
+        memo: &mut SubsetMemo,
+        alive: impl FnOnce() -> Vec<Arc<Pod>>,
+    ) -> Desired<'a> {
+        let mut remembered = None;
+        let desired = Self::build_with(service, pods, Some((&*memo, &mut remembered)));
+        match remembered {
+            Some(subsets) => memo.remember(subsets, alive()),
+            None => memo.clear(),
+        }
+        desired
+    }
+
+    fn build_with(
+        service: &'a Service,
+        pods: &[&'a Pod],
+        memo: Option<(&SubsetMemo, &mut Option<Vec<Remembered>>)>,
+    ) -> Desired<'a> {
         let mut desired = Desired {
             service,
             entries: Vec::with_capacity(pods.len()),
@@ -158,7 +186,7 @@ impl<'a> Desired<'a> {
                 ports: set,
             });
         }
-        desired.group(&port_sets);
+        desired.group(&port_sets, memo);
         desired
     }
 
@@ -222,7 +250,13 @@ impl<'a> Desired<'a> {
     }
 
     /// Packs the entries into subsets, as repacking would.
-    fn group(&mut self, port_sets: &[SmallVec<[EndpointsPort; 2]>]) {
+    /// With a memo, the subsets' hashes resume from it, and those of this build are put in the
+    /// second member.
+    fn group(
+        &mut self,
+        port_sets: &[SmallVec<[EndpointsPort; 2]>],
+        memo: Option<(&SubsetMemo, &mut Option<Vec<Remembered>>)>,
+    ) {
         let entries = &self.entries;
         if entries.is_empty() {
             return;
@@ -316,10 +350,17 @@ impl<'a> Desired<'a> {
         }
         if self.groups.len() > 1 {
             // Upstream orders subsets by a hash of the whole subset, so each is printed once.
-            let mut keyed: Vec<(HashKey, Group)> = std::mem::take(&mut self.groups)
-                .into_iter()
-                .map(|g| (self.subset_hash(&g), g))
-                .collect();
+            let hashes: Vec<HashKey> = match memo {
+                Some((memo, to)) => {
+                    let subsets = self.remembered(memo);
+                    let hashes = subsets.iter().map(|r| r.hash).collect();
+                    *to = Some(subsets);
+                    hashes
+                }
+                None => self.groups.iter().map(|g| self.subset_hash(g)).collect(),
+            };
+            let groups = std::mem::take(&mut self.groups);
+            let mut keyed: Vec<(HashKey, Group)> = hashes.into_iter().zip(groups).collect();
             keyed.sort_by_key(|(hash, _)| *hash);
             self.groups = keyed.into_iter().map(|(_, g)| g).collect();
         }
@@ -438,6 +479,51 @@ impl<'a> Desired<'a> {
             g.not_ready.iter().map(|&i| self.address_fields(i)),
             &g.ports,
         )
+    }
+
+    /// Each subset with its hash, resumed from the subset of `memo` it shares the most first
+    /// addresses with.
+    fn remembered(&self, memo: &SubsetMemo) -> Vec<Remembered> {
+        let key = |&i: &u32| {
+            let e = &self.entries[i as usize];
+            AddressKey::of(e.pod, e.ip)
+        };
+        let fields = |&i: &u32| self.address_fields(i);
+        self.groups
+            .iter()
+            .map(|g| {
+                let ready: Vec<AddressKey> = g.ready.iter().map(key).collect();
+                let not_ready: Vec<AddressKey> = g.not_ready.iter().map(key).collect();
+                let start = memo.start(&ready, &not_ready, &g.ports);
+                let mut states = Vec::with_capacity(ready.len() + not_ready.len());
+                states.extend_from_slice(start.states);
+                let hash = start.hash.unwrap_or_else(|| {
+                    let (ready_from, not_ready_from) = match start.from {
+                        Resume::Start => (0, 0),
+                        Resume::Ready(n) => (n, 0),
+                        Resume::NotReady(n) => (g.ready.len(), n),
+                    };
+                    hash_order::subset_fields_hash_resumed(
+                        start.from,
+                        start.state,
+                        (g.ready.len(), g.ready[ready_from..].iter().map(fields)),
+                        (
+                            g.not_ready.len(),
+                            g.not_ready[not_ready_from..].iter().map(fields),
+                        ),
+                        &g.ports,
+                        &mut states,
+                    )
+                });
+                Remembered {
+                    ready,
+                    not_ready,
+                    ports: g.ports.clone(),
+                    states,
+                    hash,
+                }
+            })
+            .collect()
     }
 
     /// For each subset: the print and hash made from the pods, and those of the built subset.

@@ -6,6 +6,7 @@ mod cache;
 mod capacity;
 mod compare;
 mod desired;
+mod memo;
 mod repack;
 
 #[cfg(test)]

@@ -298,6 +298,30 @@ fn list<T>(out: &mut GoPrint, items: impl ExactSizeIterator<Item = T>, each: fn(
     out.raw("]");
 }
 
+/// An address list's value, from its address `from` on (the earlier ones are in `out` already),
+/// with the state after each address pushed to `states`. Empty prints `<nil>`: upstream's
+/// repacked subsets hold nil, never empty, lists.
+fn addresses<'a>(
+    out: &mut GoPrint,
+    len: usize,
+    from: usize,
+    rest: impl Iterator<Item = AddressFields<'a>>,
+    mut states: Option<&mut Vec<HashKey>>,
+) {
+    if len == 0 {
+        out.raw("<nil>");
+        return;
+    }
+    for (i, a) in (from..len).zip(rest) {
+        out.raw(if i == 0 { "[" } else { " " });
+        address_fields(out, a);
+        if let Some(states) = states.as_deref_mut() {
+            states.push(out.hash());
+        }
+    }
+    out.raw("]");
+}
+
 /// The print of a core/v1 `EndpointSubset`, as upstream hashes it.
 #[cfg(test)]
 pub(crate) fn print_subset(s: &EndpointSubset) -> GoPrint {
@@ -314,19 +338,71 @@ fn subset_into(out: GoPrint, s: &EndpointSubset) -> GoPrint {
 }
 
 fn subset_fields_into<'a>(
-    mut out: GoPrint,
+    out: GoPrint,
     ready: impl ExactSizeIterator<Item = AddressFields<'a>>,
     not_ready: impl ExactSizeIterator<Item = AddressFields<'a>>,
     ports: &[EndpointsPort],
 ) -> GoPrint {
-    out.literal(&SUBSET_ADDRESSES);
-    list(&mut out, ready, address_fields);
-    out.literal(&SUBSET_NOT_READY);
-    list(&mut out, not_ready, address_fields);
+    let (ready, not_ready) = ((ready.len(), ready), (not_ready.len(), not_ready));
+    subset_fields_from(out, Resume::Start, ready, not_ready, ports, None)
+}
+
+/// Where a subset's print resumes: the print before it is already in the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resume {
+    Start,
+    /// After the first `n` ready addresses (at least one).
+    Ready(usize),
+    /// After every ready address and the first `n` not-ready ones (at least one).
+    NotReady(usize),
+}
+
+/// A subset's print from `from` on. Each list is its length and its addresses from the resume
+/// point on; the state after each address printed is pushed to `states`.
+fn subset_fields_from<'a>(
+    mut out: GoPrint,
+    from: Resume,
+    (ready, ready_rest): (usize, impl Iterator<Item = AddressFields<'a>>),
+    (not_ready, not_ready_rest): (usize, impl Iterator<Item = AddressFields<'a>>),
+    ports: &[EndpointsPort],
+    mut states: Option<&mut Vec<HashKey>>,
+) -> GoPrint {
+    let (ready_from, not_ready_from) = match from {
+        Resume::Start => {
+            out.literal(&SUBSET_ADDRESSES);
+            (Some(0), 0)
+        }
+        Resume::Ready(n) => (Some(n), 0),
+        Resume::NotReady(n) => (None, n),
+    };
+    if let Some(n) = ready_from {
+        addresses(&mut out, ready, n, ready_rest, states.as_deref_mut());
+        out.literal(&SUBSET_NOT_READY);
+    }
+    addresses(&mut out, not_ready, not_ready_from, not_ready_rest, states);
     out.literal(&SUBSET_PORTS);
     list(&mut out, ports.iter(), endpoints_port_fields);
     out.raw("}");
     out
+}
+
+/// The hash of a subset's print resumed at `from`, where the print so far hashed to `state`
+/// (ignored at the start), pushing to `states` the state after each address it prints: ready
+/// ones, then not-ready ones. A later subset whose addresses begin with the same ones resumes
+/// from those states instead of printing them again.
+pub(crate) fn subset_fields_hash_resumed<'a>(
+    from: Resume,
+    state: HashKey,
+    ready: (usize, impl Iterator<Item = AddressFields<'a>>),
+    not_ready: (usize, impl Iterator<Item = AddressFields<'a>>),
+    ports: &[EndpointsPort],
+    states: &mut Vec<HashKey>,
+) -> HashKey {
+    let out = match from {
+        Resume::Start => GoPrint::hashing(),
+        _ => GoPrint::Hash(state),
+    };
+    subset_fields_from(out, from, ready, not_ready, ports, Some(states)).hash()
 }
 
 /// The hash of the subset of these addresses and ports, with each address's fields read where
