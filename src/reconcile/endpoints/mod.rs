@@ -143,14 +143,16 @@ fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsP
     // Upstream (1.35 and later) also accepts the stored subsets once repacked, so an object in an
     // older release's order (MD5 rather than FNV) is not rewritten for its order alone.
     // Over the cap the object is never as it should be, since it must be cut (and a cut build
-    // could not say): upstream's check fails on the capacity annotation.
+    // could not say): upstream's check fails on the capacity annotation. That check and the
+    // labels' come first, being cheap: an object cut to the cap fails them every sync, and its
+    // subsets need neither comparing nor repacking.
     if let Some(current) = input.current
         && !desired.is_cut()
+        && capacity::annotation_set_correctly(&current.meta.annotations, current)
+        && service_labels_kept(&current.meta.labels, &service.meta.labels)
         && (desired.same_as(&current.subsets)
             || (!is_canonical(input, current)
                 && desired.same_as(&repack::repack(&current.subsets))))
-        && service_labels_kept(&current.meta.labels, &service.meta.labels)
-        && capacity::annotation_set_correctly(&current.meta.annotations, current)
     {
         return plan;
     }
