@@ -172,6 +172,45 @@ fn bench_cached(c: &mut Criterion) {
             },
         );
 
+        // The same flip where the pods of two templates serve a named port two ways: three
+        // subsets, whose hashes the cache remembers from one sync to the next.
+        let templates = two_templates(&scenario);
+        let template_pods: Vec<&Pod> = templates.pods.iter().collect();
+        let template_current = existing_endpoints(&templates, &template_pods);
+        assert_eq!(template_current.subsets.len(), 3);
+        let template_service = Arc::new(templates.service.clone());
+        let template_members: Vec<Arc<Pod>> =
+            templates.pods.iter().cloned().map(Arc::new).collect();
+        let Some(mut template_cache) = AddressCache::build(&template_service, &template_members)
+        else {
+            panic!("the scenario's pods share no identity");
+        };
+        let template_input = EndpointsInput {
+            service: &template_service,
+            ..input(Some(&template_current))
+        };
+        assert_eq!(sync_cached(&template_input, &template_cache).write_count(), 0);
+        let flip = |pod: &Arc<Pod>| {
+            let mut flipped = (**pod).clone();
+            flipped.ready = !flipped.ready;
+            vec![(pod.meta.name.clone(), Some(Arc::new(flipped)))]
+        };
+        let first = &template_members[0];
+        let (away, back) = (flip(first), vec![(first.meta.name.clone(), Some(Arc::clone(first)))]);
+        group.bench_with_input(
+            BenchmarkId::new("two_templates_one_pod_flipped_and_back", n),
+            &n,
+            |b, _| {
+                b.iter(|| {
+                    assert_eq!(template_cache.apply(&template_service, &away), Edit::Moved);
+                    let writes = sync_cached(&template_input, &template_cache).write_count();
+                    assert_eq!(writes, 1);
+                    assert_eq!(template_cache.apply(&template_service, &back), Edit::Moved);
+                    black_box(writes)
+                })
+            },
+        );
+
         // A pod changed in nothing the Endpoints carry, over the object the last sync found right.
         cache.settle(Some(Settled {
             version: current.meta.resource_version.clone(),
