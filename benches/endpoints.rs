@@ -189,14 +189,20 @@ fn bench_cached(c: &mut Criterion) {
             service: &template_service,
             ..input(Some(&template_current))
         };
-        assert_eq!(sync_cached(&template_input, &template_cache).write_count(), 0);
+        assert_eq!(
+            sync_cached(&template_input, &template_cache).write_count(),
+            0
+        );
         let flip = |pod: &Arc<Pod>| {
             let mut flipped = (**pod).clone();
             flipped.ready = !flipped.ready;
             vec![(pod.meta.name.clone(), Some(Arc::new(flipped)))]
         };
         let first = &template_members[0];
-        let (away, back) = (flip(first), vec![(first.meta.name.clone(), Some(Arc::clone(first)))]);
+        let (away, back) = (
+            flip(first),
+            vec![(first.meta.name.clone(), Some(Arc::clone(first)))],
+        );
         group.bench_with_input(
             BenchmarkId::new("two_templates_one_pod_flipped_and_back", n),
             &n,
