@@ -12,8 +12,8 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use smallvec::SmallVec;
 
 use sliced::model::{
-    AddressType, ClusterIp, Hints, IpFamily, Labels, Meta, Name, Node, Pod, PodBuilder, PodPhase,
-    Protocol, Service, ServicePort, TargetPort, Timestamp, intern, keys,
+    AddressType, ClusterIp, ContainerPort, Hints, IpFamily, Labels, Meta, Name, Node, Pod,
+    PodBuilder, PodPhase, Protocol, Service, ServicePort, TargetPort, Timestamp, intern, keys,
 };
 use sliced::reconcile::slices::{IncrementalInput, SyncInput, reconcile, reconcile_incremental};
 use sliced::reconcile::topology::TopologyCache;
@@ -30,6 +30,9 @@ struct ServiceSpec {
     publish_not_ready: bool,
     max: usize,
     extra_label: bool,
+    /// The first port targets the container port named `http`, which pods of different
+    /// templates number differently: a port group per template.
+    named: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -43,6 +46,8 @@ struct PodSpec {
     hostname: bool,
     /// The first letter of its name, so that new pods sort anywhere.
     letter: u8,
+    /// Its containers' named ports: see [`template_ports`].
+    template: u8,
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +60,7 @@ enum Change {
     Leave(usize),
     Node(usize, usize),
     Fail(usize),
+    Template(usize, u8),
 }
 
 fn service_spec() -> impl Strategy<Value = ServiceSpec> {
@@ -65,15 +71,17 @@ fn service_spec() -> impl Strategy<Value = ServiceSpec> {
         any::<bool>(),
         1usize..=10,
         any::<bool>(),
+        any::<bool>(),
     )
         .prop_map(
-            |(families, ports, headless, publish_not_ready, max, extra_label)| ServiceSpec {
+            |(families, ports, headless, publish_not_ready, max, extra_label, named)| ServiceSpec {
                 families,
                 ports,
                 headless,
                 publish_not_ready,
                 max,
                 extra_label,
+                named,
             },
         )
 }
@@ -88,9 +96,10 @@ fn pod_spec() -> impl Strategy<Value = PodSpec> {
         0usize..3,
         prop::bool::weighted(0.1),
         b'a'..b'e',
+        0u8..3,
     )
         .prop_map(
-            |(ready, terminating, terminal, v4, v6, node, hostname, letter)| PodSpec {
+            |(ready, terminating, terminal, v4, v6, node, hostname, letter, template)| PodSpec {
                 ready,
                 terminating,
                 terminal,
@@ -99,6 +108,7 @@ fn pod_spec() -> impl Strategy<Value = PodSpec> {
                 node,
                 hostname,
                 letter,
+                template,
             },
         )
 }
@@ -113,7 +123,24 @@ fn change() -> impl Strategy<Value = Change> {
         1 => any::<usize>().prop_map(Change::Leave),
         1 => (any::<usize>(), 0usize..3).prop_map(|(i, n)| Change::Node(i, n)),
         1 => any::<usize>().prop_map(Change::Fail),
+        1 => (any::<usize>(), 0u8..3).prop_map(|(i, t)| Change::Template(i, t)),
     ]
+}
+
+/// The named ports of a pod template: `http` as 8080 or 9090, or none (the pod then serves only
+/// the service's numeric ports).
+fn template_ports(template: u8) -> Arc<[ContainerPort]> {
+    let http = |port| ContainerPort {
+        name: intern("http"),
+        port,
+        protocol: Protocol::Tcp,
+        sidecar: false,
+    };
+    match template {
+        0 => Arc::from(vec![http(8080)]),
+        1 => Arc::from(vec![http(9090)]),
+        _ => Arc::from(Vec::new()),
+    }
 }
 
 fn timestamp(s: i64) -> Option<Timestamp> {
@@ -171,7 +198,11 @@ fn make_service(spec: &ServiceSpec) -> Service {
             .map(|p| ServicePort {
                 name: intern(["http", "metrics"][p]),
                 port: 80 + p as i32,
-                target_port: TargetPort::Number(8080 + p as i32),
+                target_port: if spec.named && p == 0 {
+                    TargetPort::Name(intern("http"))
+                } else {
+                    TargetPort::Number(8080 + p as i32)
+                },
                 protocol: Protocol::Tcp,
                 app_protocol: None,
                 node_port: None,
@@ -286,7 +317,7 @@ impl World {
             has_pod_ip: !ips.is_empty(),
             ips: ips.into_iter().collect(),
             ready: spec.ready,
-            named_ports: Arc::from(Vec::new()),
+            named_ports: template_ports(spec.template),
             ..PodBuilder::default()
         });
         self.pods.insert(name.clone(), pod);
@@ -315,7 +346,8 @@ impl World {
                 | Change::Delete(i)
                 | Change::Leave(i)
                 | Change::Node(i, _)
-                | Change::Fail(i) => self.nth(*i),
+                | Change::Fail(i)
+                | Change::Template(i, _) => self.nth(*i),
             };
             let Some(name) = target else { continue };
             touched.insert(name.clone());
@@ -334,6 +366,7 @@ impl World {
                 }
                 Change::Node(_, n) => pod.node_name = Some(intern(&format!("node-{n}"))),
                 Change::Fail(_) => pod.phase = PodPhase::Failed,
+                Change::Template(_, t) => pod.named_ports = template_ports(*t),
                 Change::Delete(_) | Change::Leave(_) => {
                     self.pods.remove(&name);
                 }
@@ -531,6 +564,55 @@ fn ready_flips_are_incremental() {
     );
 }
 
+/// The same where the first port is named and the pods are of two templates that number it
+/// differently: two port groups, and a flip changes one of them only.
+#[test]
+fn ready_flips_in_one_of_several_port_groups_are_incremental() {
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+    );
+    let strategy = (
+        service_spec().prop_map(|s| ServiceSpec {
+            named: true,
+            ports: s.ports.max(1),
+            ..s
+        }),
+        prop::collection::vec(
+            (pod_spec(), 0u8..2).prop_map(|(p, template)| PodSpec { template, ..p }),
+            1..60,
+        ),
+        // One flip a round: flips in two groups at once are placed in full, by design.
+        prop::collection::vec(
+            prop::collection::vec(any::<usize>().prop_map(Change::Ready), 1),
+            1..4,
+        ),
+    );
+    let (mut answered, mut total, mut several) = (0, 0, 0);
+    for _ in 0..300 {
+        let (service, pods, rounds) = strategy
+            .new_tree(&mut runner)
+            .expect("a generated case")
+            .current();
+        let mut world = World::new(&service, &pods);
+        world.settle();
+        for changes in &rounds {
+            let groups: BTreeSet<_> = world.slices.iter().map(|s| s.ports.clone()).collect();
+            total += 1;
+            several += usize::from(groups.len() > 1);
+            answered += usize::from(world.round(changes, true));
+        }
+    }
+    assert!(
+        several * 2 >= total,
+        "only {several} of {total} rounds over several groups"
+    );
+    assert!(
+        answered * 10 >= total * 8,
+        "only {answered} of {total} ready-flip rounds answered"
+    );
+}
+
 // Preconditions, one by one, on a settled world of 10 ready pods in slices of 3.
 
 fn base_spec() -> ServiceSpec {
@@ -541,6 +623,7 @@ fn base_spec() -> ServiceSpec {
         publish_not_ready: false,
         max: 3,
         extra_label: false,
+        named: false,
     }
 }
 
@@ -554,6 +637,7 @@ fn ready_pod(letter: u8, node: usize) -> PodSpec {
         node,
         hostname: false,
         letter,
+        template: 2,
     }
 }
 
@@ -627,6 +711,34 @@ fn named_target_port_is_not_incremental() {
     let mut world = base_world(&base_spec());
     world.service.ports[0].target_port = TargetPort::Name(intern("http"));
     assert!(flip_first(&mut world).is_none());
+}
+
+/// Pods of two templates numbering the named port differently: a pod of either group changed or
+/// deleted is placed alone, one moving between the groups is not.
+#[test]
+fn one_of_two_port_groups_is_incremental_a_move_between_them_is_not() {
+    let spec = ServiceSpec {
+        named: true,
+        ..base_spec()
+    };
+    let pods: Vec<PodSpec> = (0..10)
+        .map(|i| PodSpec {
+            template: (i % 2) as u8,
+            ..ready_pod(b'a', i % 3)
+        })
+        .collect();
+    let mut world = World::new(&spec, &pods);
+    world.settle();
+    let groups: BTreeSet<_> = world.slices.iter().map(|s| s.ports.clone()).collect();
+    assert_eq!(groups.len(), 2);
+    assert!(flip_first(&mut world).is_some());
+    world.settle();
+    assert!(try_changes(&mut world, &[Change::Ready(1)]).is_some());
+    world.settle();
+    // A pod gone has no endpoint to name its group: the slice it was in does.
+    assert!(try_changes(&mut world, &[Change::Delete(2)]).is_some());
+    world.settle();
+    assert!(try_changes(&mut world, &[Change::Template(0, 1)]).is_none());
 }
 
 #[test]

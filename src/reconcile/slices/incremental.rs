@@ -15,6 +15,12 @@
 //! (hints stripping, no-op drop, recycling, the service-deletion rule, the trigger time) is the full
 //! path's own.
 //!
+//! A service whose pods serve its ports several ways (named target ports, several templates) has a
+//! port group per way. When every changed pod's old and new endpoints are of one group, every other
+//! group's desired endpoints are exactly those its slices hold: the full reconcile places each
+//! group apart, and writes nothing for those. So the plan is that one group's, placed as above,
+//! and recycling pairs its own creates and deletes only.
+//!
 //! # The caller's contract
 //!
 //! - The last sync of this service fully succeeded: its plan had no errors and all its writes were
@@ -37,22 +43,26 @@
 //! 1. The service is not being deleted (its last sync created nothing, so endpoints may be
 //!    missing), has no topology-hints annotation that enables hints and no usable
 //!    trafficDistribution, and the topology cache holds no hints state for it.
-//! 2. The service has one port group: every service port has a numeric targetPort (or there are
-//!    none), or, with named ones, every changed pod with an endpoint and every slice holding
-//!    endpoints resolve to the same ports.
+//! 2. The changes touch one port group: every service port has a numeric targetPort (or there are
+//!    none), or, with named ones, every changed pod with an endpoint resolves to the same ports
+//!    (when none has one: the slices its old endpoints are in, or when none is located, every
+//!    slice holding endpoints, have the same ports).
 //! 3. Every existing slice has one of the service's address types, is owned by the service and
-//!    carries exactly the service's desired labels; it has the port group's ports, or else no
-//!    endpoints (the placeholder of a type without endpoints, which the full reconcile deletes
-//!    whole and then keeps by the placeholder rule).
+//!    carries exactly the service's desired labels; it has the changed group's ports, or another
+//!    group's and endpoints, or else no endpoints (the placeholder of a type without endpoints,
+//!    which the full reconcile deletes whole and then keeps by the placeholder rule); never both
+//!    of the last two.
 //! 4. `changed` is sorted by name without repeats, each pod under its own name; every changed pod
 //!    that has an endpoint is on an existing node (or the service publishes not-ready addresses),
 //!    since a missing node makes the full reconcile report an error.
 //! 5. `locate` is consistent with the slices it points at: each located endpoint is in that slice,
-//!    of that type, and a rewritten slice holds no endpoint of a changed pod located elsewhere.
+//!    of that type and of the changed group, and a rewritten slice holds no endpoint of a changed
+//!    pod located elsewhere.
 //! 6. Every endpoint of a rewritten slice (and of an unchanged slice that step 3 tops up) has no
 //!    hints and names its pod.
-//! 7. The port group still exists: an endpoint of an unchanged pod remains, or a changed pod has
-//!    one. Without it the full reconcile deletes every slice whatever it holds.
+//! 7. The changed port group still exists: an endpoint of an unchanged pod remains, or a changed
+//!    pod has one. Without it the full reconcile deletes every slice of the group whatever it
+//!    holds.
 //!
 //! The placeholder rule itself (all slices of a type deleted and nothing created) is the full
 //! path's own code, applied to the exact counts, so it needs no precondition.
@@ -93,14 +103,16 @@ pub struct IncrementalInput<'a> {
     pub options: &'a Options,
 }
 
-/// The ports of the service's one port group. With numeric target ports every pod has the same
-/// ports. With named ones, pods of different templates may resolve differently: then every changed
-/// pod with an endpoint, and every slice holding endpoints, must agree on one group, or `None`.
-fn single_port_group(
-    service: &Service,
-    changed: &[(Name, Option<&Pod>)],
-    slices: &[&EndpointSlice],
+/// The ports of the one port group the changed pods touch. With numeric target ports every pod
+/// has the same ports. With named ones, pods of different templates may resolve differently: then
+/// every changed pod with an endpoint must agree on one group (the slices of any other stay as
+/// they are); when none has an endpoint, the slices their old endpoints are in must, or when none
+/// is located, every slice holding endpoints; else `None`.
+fn changed_port_group(
+    input: &IncrementalInput,
+    types: &[AddressType],
 ) -> Option<Vec<EndpointPort>> {
+    let (service, changed, slices) = (input.service, input.changed, input.slices);
     if service
         .ports
         .iter()
@@ -116,14 +128,34 @@ fn single_port_group(
         }
         Some(g) => port_key(g) == port_key(&ports),
     };
+    let mut pods_agree = false;
     for pod in changed.iter().filter_map(|(_, p)| *p) {
-        if pod_has_endpoint(pod) && !agree(ports_with(service, &pod.named_ports)) {
-            return None;
+        if pod_has_endpoint(pod) {
+            if !agree(ports_with(service, &pod.named_ports)) {
+                return None;
+            }
+            pods_agree = true;
         }
     }
-    for slice in slices.iter().filter(|s| !s.endpoints.is_empty()) {
-        if !agree(slice.ports.clone()) {
-            return None;
+    if pods_agree {
+        return group;
+    }
+    let mut located = false;
+    for (name, _) in changed {
+        for t in types {
+            if let Some(slice) = (input.locate)(name, t).and_then(|i| slices.get(i)) {
+                located = true;
+                if !agree(slice.ports.clone()) {
+                    return None;
+                }
+            }
+        }
+    }
+    if !located {
+        for slice in slices.iter().filter(|s| !s.endpoints.is_empty()) {
+            if !agree(slice.ports.clone()) {
+                return None;
+            }
         }
     }
     group
@@ -172,12 +204,17 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
     }
 
     let labels = slice_labels(service);
-    let ports = single_port_group(service, changed, input.slices)?;
+    let ports = changed_port_group(input, &types)?;
     let key = port_key(&ports);
     let mut total_endpoints = 0;
-    // Whether each slice is of the one port group. Another group's slice goes whole; an empty one
-    // (the placeholder of a type without endpoints) is the only kind a successful sync leaves.
+    // Whether each slice is of the changed port group. Another group's slice holding endpoints
+    // holds only unchanged pods' (checked below) and stays as it is. An empty one goes whole: the
+    // placeholder of a type without endpoints, the only kind a successful sync leaves, and so
+    // never beside another group's.
     let mut in_group: Vec<bool> = Vec::with_capacity(input.slices.len());
+    let (mut others_kept, mut others_empty) = (false, false);
+    let named_targets =
+        (service.ports.iter()).any(|p| !matches!(p.target_port, TargetPort::Number(_)));
     for slice in input.slices {
         if !types.contains(&slice.address_type)
             || !slice.is_owned_by(&service.meta.uid)
@@ -186,11 +223,21 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
             return None;
         }
         let member = slice.ports == ports || port_key(&slice.ports) == key;
-        if !member && !slice.endpoints.is_empty() {
+        if member {
+            total_endpoints += slice.endpoints.len();
+        } else if slice.endpoints.is_empty() {
+            others_empty = true;
+        } else if named_targets {
+            others_kept = true;
+        } else {
+            // Numeric target ports make one group: a slice of other ports is not this
+            // controller's last write.
             return None;
         }
         in_group.push(member);
-        total_endpoints += slice.endpoints.len();
+    }
+    if others_kept && others_empty {
+        return None;
     }
 
     // Where each changed pod's endpoint is, per type: `located[c * types.len() + t]`.
@@ -198,8 +245,10 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
     for (name, _) in changed {
         for t in &types {
             let at = (input.locate)(name, t);
+            // A changed pod whose endpoint was in another group's slice changes that group too.
             if let Some(i) = at
-                && input.slices.get(i).is_none_or(|s| s.address_type != *t)
+                && (input.slices.get(i).is_none_or(|s| s.address_type != *t)
+                    || !in_group.get(i).copied().unwrap_or(false))
             {
                 return None;
             }
@@ -479,8 +528,8 @@ impl<'a> Shared<'_, 'a> {
             }
             written.push(slices[i]);
         }
-        // Slices of another port group go whole, grouped by ports in order of first appearance,
-        // as the full reconcile lists them.
+        // Empty slices of another port group go whole, grouped by ports in order of first
+        // appearance, as the full reconcile lists them; those holding endpoints stay.
         let mut others: Vec<(SmallVec<[EndpointPort; 4]>, Vec<usize>)> = Vec::new();
         let mut of_type = 0;
         for (i, slice) in slices.iter().enumerate() {
@@ -488,7 +537,7 @@ impl<'a> Shared<'_, 'a> {
                 continue;
             }
             of_type += 1;
-            if self.in_group[i] {
+            if self.in_group[i] || !slice.endpoints.is_empty() {
                 continue;
             }
             let key = port_key(&slice.ports);
