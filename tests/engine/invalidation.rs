@@ -405,12 +405,12 @@ fn the_model_follows_upstreams_rules() {
     assert!(!terminating.ready && terminating.serving && terminating.terminating);
 }
 
-/// Pods of two templates that resolve a named port differently: two port groups, which the
-/// incremental path does not place, so every sync is in full, but with its trigger time taken
-/// from the changed pods alone. Readiness moves, a new pod and a deleted one must be written with
-/// the trigger times a full sync computes from every pod.
+/// Pods of two templates that resolve a named port differently: two port groups. A sync whose
+/// changes touch one group places it incrementally; one the incremental path cannot place is in
+/// full, but with its trigger time taken from the changed pods alone. Readiness moves, a new pod
+/// and a deleted one must be written with the trigger times a full sync computes from every pod.
 #[test]
-fn two_port_groups_sync_in_full_with_the_trigger_time_of_the_changed_pods() {
+fn two_port_groups_are_written_with_the_trigger_time_of_the_changed_pods() {
     let (scenario, mut snapshot) = scenario(40);
     sim::two_templates(&mut snapshot.services[0], &mut snapshot.pods);
     let pair = Pair::loaded(&snapshot);

@@ -46,7 +46,8 @@ pub(crate) struct Start<'m> {
     pub state: HashKey,
     /// The states of the addresses skipped.
     pub states: &'m [HashKey],
-    /// The whole hash, when the subset is one remembered.
+    /// The whole hash, when the subset is one remembered: then nothing is resumed, and `states`
+    /// are all its states.
     pub hash: Option<HashKey>,
 }
 
@@ -93,7 +94,7 @@ impl SubsetMemo {
                 && r.ports == ports
             {
                 return Start {
-                    from: Resume::NotReady(shared_not_ready),
+                    from: Resume::Start,
                     state: 0,
                     states: &r.states,
                     hash: Some(r.hash),
