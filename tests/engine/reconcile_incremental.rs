@@ -533,10 +533,6 @@ proptest! {
 /// an endpoint at all).
 #[test]
 fn ready_flips_are_incremental() {
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
-    );
     let strategy = (
         service_spec(),
         prop::collection::vec(pod_spec(), 1..60),
@@ -544,6 +540,24 @@ fn ready_flips_are_incremental() {
             prop::collection::vec(any::<usize>().prop_map(Change::Ready), 1..4),
             1..4,
         ),
+    );
+    let (answered, total) = rounds_answered(strategy, |_| {});
+    assert!(
+        answered * 10 >= total * 8,
+        "only {answered} of {total} ready-flip rounds answered"
+    );
+}
+
+/// Settles 300 generated worlds and plays their rounds of changes, each compared with the full
+/// reconcile; `before` sees each world before each round. Returns how many rounds the incremental
+/// reconcile answered, of how many.
+fn rounds_answered(
+    strategy: impl Strategy<Value = (ServiceSpec, Vec<PodSpec>, Vec<Vec<Change>>)>,
+    mut before: impl FnMut(&World),
+) -> (usize, usize) {
+    let mut runner = TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
     );
     let (mut answered, mut total) = (0, 0);
     for _ in 0..300 {
@@ -554,24 +568,18 @@ fn ready_flips_are_incremental() {
         let mut world = World::new(&service, &pods);
         world.settle();
         for changes in &rounds {
+            before(&world);
             total += 1;
             answered += usize::from(world.round(changes, true));
         }
     }
-    assert!(
-        answered * 10 >= total * 8,
-        "only {answered} of {total} ready-flip rounds answered"
-    );
+    (answered, total)
 }
 
 /// The same where the first port is named and the pods are of two templates that number it
 /// differently: two port groups, and a flip changes one of them only.
 #[test]
 fn ready_flips_in_one_of_several_port_groups_are_incremental() {
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::deterministic_rng(RngAlgorithm::ChaCha),
-    );
     let strategy = (
         service_spec().prop_map(|s| ServiceSpec {
             named: true,
@@ -588,21 +596,11 @@ fn ready_flips_in_one_of_several_port_groups_are_incremental() {
             1..4,
         ),
     );
-    let (mut answered, mut total, mut several) = (0, 0, 0);
-    for _ in 0..300 {
-        let (service, pods, rounds) = strategy
-            .new_tree(&mut runner)
-            .expect("a generated case")
-            .current();
-        let mut world = World::new(&service, &pods);
-        world.settle();
-        for changes in &rounds {
-            let groups: BTreeSet<_> = world.slices.iter().map(|s| s.ports.clone()).collect();
-            total += 1;
-            several += usize::from(groups.len() > 1);
-            answered += usize::from(world.round(changes, true));
-        }
-    }
+    let mut several = 0;
+    let (answered, total) = rounds_answered(strategy, |world| {
+        let groups: BTreeSet<_> = world.slices.iter().map(|s| s.ports.clone()).collect();
+        several += usize::from(groups.len() > 1);
+    });
     assert!(
         several * 2 >= total,
         "only {several} of {total} rounds over several groups"
