@@ -204,16 +204,21 @@ fn lags_behind(
     if tracked.is_empty() {
         return false;
     }
-    let mut seen: HashSet<&str, RandomState> =
-        HashSet::with_capacity_and_hasher(listed.len(), RandomState::new());
     for slice in listed {
-        seen.insert(slice.meta.uid.as_str());
         match tracked.get(slice.meta.uid.as_str()) {
             Some(Expectation::Deletion) => return true,
             Some(Expectation::Generation(g)) if *g > slice.meta.generation => return true,
             _ => {}
         }
     }
+    let missing = |uid: &Name| !listed.iter().any(|s| s.meta.uid.as_str() == uid.as_str());
+    // A service has a handful of slices: a scan of them costs less than a set to look in.
+    if listed.len() <= 16 {
+        return tracked
+            .iter()
+            .any(|(uid, e)| *e != Expectation::Deletion && missing(uid));
+    }
+    let seen: HashSet<&str, RandomState> = listed.iter().map(|s| s.meta.uid.as_str()).collect();
     tracked
         .iter()
         .any(|(uid, e)| *e != Expectation::Deletion && !seen.contains(uid.as_str()))
