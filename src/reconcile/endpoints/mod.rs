@@ -146,18 +146,28 @@ fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsP
     // could not say): upstream's check fails on the capacity annotation. That check and the
     // labels' come first, being cheap: an object cut to the cap fails them every sync, and its
     // subsets need neither comparing nor repacking.
+    // Whether the desired subsets are the current ones, once compared: the no-op check below
+    // needs the same answer, and comparing costs a walk over the addresses.
+    let mut same_subsets = None;
     if let Some(current) = input.current
         && !desired.is_cut()
         && capacity::annotation_set_correctly(&current.meta.annotations, current)
         && service_labels_kept(&current.meta.labels, &service.meta.labels)
-        && (desired.same_as(&current.subsets)
-            || (!is_canonical(input, current)
-                && desired.same_as(&repack::repack(&current.subsets))))
     {
-        return plan;
+        let same = desired.same_as(&current.subsets);
+        same_subsets = Some(same);
+        if same
+            || (!is_canonical(input, current) && desired.same_as(&repack::repack(&current.subsets)))
+        {
+            return plan;
+        }
     }
 
     plan.truncated = desired.is_cut() || capacity::truncate(&mut desired.groups);
+    if plan.truncated {
+        // Cut here: not the subsets compared above.
+        same_subsets = None;
+    }
     let labels = endpoints_labels(service);
     let base = input.current.map(|c| &c.meta.annotations);
     let annotations = endpoints_annotations(base, input.trigger_time, plan.truncated);
@@ -179,7 +189,7 @@ fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsP
         Some(current)
             if current.meta.labels == labels
                 && same_except_trigger_time(&current.meta.annotations, &annotations)
-                && desired.same_as(&current.subsets) =>
+                && same_subsets.unwrap_or_else(|| desired.same_as(&current.subsets)) =>
         {
             return plan;
         }
