@@ -138,8 +138,13 @@ fn v4(host: u8) -> String {
     format!("10.0.{}.{host}", host % 3)
 }
 
+/// Short texts, and long ones that share their first 16 bytes and differ after them (address
+/// order must read past a text's head).
 fn v6(host: u8) -> String {
-    format!("fd00::{host:x}")
+    match host % 3 {
+        0 => format!("fd00::{host:x}"),
+        _ => format!("fd00:10:244:12::{host:x}"),
+    }
 }
 
 fn node_v4(node: u8) -> String {
@@ -552,7 +557,11 @@ fn the_address_is_of_the_services_family() {
     specs[2].families = 0; // IPv4 only
     let mut svc = one_port_service(MTarget::Number(8080), "TCP", false);
     svc.ip_families = vec!["IPv6"];
-    let want: Subsets = vec![(ips(&["fd00::1", "fd00::2"]), vec![], vec![8080])];
+    let want: Subsets = vec![(
+        ips(&["fd00:10:244:12::1", "fd00:10:244:12::2"]),
+        vec![],
+        vec![8080],
+    )];
     assert_eq!(created(&svc, &specs), want);
     svc.ip_families = vec!["IPv4"];
     let want: Subsets = vec![(ips(&["10.0.0.3", "10.0.1.1"]), vec![], vec![8080])];

@@ -25,6 +25,9 @@ const MAX_PORT_SETS: usize = 16;
 struct Address {
     uid: Uid,
     ip: IpAddr,
+    /// The first 16 bytes of the IP's text ([`IpKey::head_of`]), in halves: all of an IPv4
+    /// address's, so that ordering two of them formats neither.
+    head: (u64, u64),
     ready: bool,
     /// Index into [`AddressCache::port_sets`].
     ports: u32,
@@ -46,9 +49,14 @@ impl Address {
 
 /// Upstream's address order: the IP's text, then the pod's UID.
 fn order(a: &Address, b: &Address) -> Ordering {
-    IpKey::of_ip(&a.ip)
-        .cmp(&IpKey::of_ip(&b.ip))
-        .then_with(|| a.uid.cmp(&b.uid))
+    let ips = match a.head.cmp(&b.head) {
+        // Equal heads leave the rest of two IPv6 texts to compare.
+        Ordering::Equal if a.ip.is_ipv6() || b.ip.is_ipv6() => {
+            IpKey::of_ip(&a.ip).cmp(&IpKey::of_ip(&b.ip))
+        }
+        ips => ips,
+    };
+    ips.then_with(|| a.uid.cmp(&b.uid))
 }
 
 /// What taking in a sync's changed pods did to the addresses.
@@ -153,9 +161,11 @@ impl AddressCache {
                 ports
             }
         }?;
+        let head = IpKey::head_of(&ip);
         Some(Address {
             uid: pod.meta.uid(),
             ip,
+            head: ((head >> 64) as u64, head as u64),
             ready: service.publish_not_ready_addresses || pod.ready,
             ports,
             pod: Arc::clone(pod),
