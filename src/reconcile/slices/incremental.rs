@@ -274,6 +274,12 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
         in_group: &in_group,
         labels: &labels.desired,
         max: input.options.max_endpoints_per_slice.max(1),
+        changed_tails: {
+            let mut tails: SmallVec<[u64; 16]> =
+                changed.iter().map(|(name, _)| name_tail(name)).collect();
+            tails.sort_unstable();
+            tails
+        },
     };
     for (t, address_type) in types.iter().enumerate() {
         let family = address_type.family()?;
@@ -322,6 +328,19 @@ struct Shared<'i, 'a> {
     in_group: &'i [bool],
     labels: &'i Labels,
     max: usize,
+    /// [`name_tail`] of each changed pod's name, sorted: most endpoints of a touched slice are
+    /// told unchanged by it alone, without comparing names (which share long prefixes).
+    changed_tails: SmallVec<[u64; 16]>,
+}
+
+/// A pod name's last 8 bytes and its length, as one number. Names of one service's pods differ
+/// mostly at their end; two names with different tails differ.
+fn name_tail(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut tail = [0u8; 8];
+    let from = bytes.len().saturating_sub(8);
+    tail[..bytes.len() - from].copy_from_slice(&bytes[from..]);
+    u64::from_le_bytes(tail) ^ (bytes.len() as u64).rotate_right(8)
 }
 
 /// One address type's placement, before hints and the shared tail.
@@ -405,8 +424,17 @@ impl<'a> Shared<'_, 'a> {
                     return None;
                 }
                 let name = ep.target_ref.as_ref()?.name.as_ref()?;
-                match changed.binary_search_by(|(n, _)| n.as_str().cmp(name.as_str())) {
-                    Ok(c) => {
+                let at = self
+                    .changed_tails
+                    .binary_search(&name_tail(name))
+                    .ok()
+                    .and_then(|_| {
+                        changed
+                            .binary_search_by(|(n, _)| n.as_str().cmp(name.as_str()))
+                            .ok()
+                    });
+                match at {
+                    Some(c) => {
                         if located[c] != Some(i) || found[c] {
                             return None;
                         }
@@ -418,7 +446,7 @@ impl<'a> Shared<'_, 'a> {
                             kept.push(f.endpoint_for(ep));
                         }
                     }
-                    Err(_) => kept.push(ep.clone()),
+                    None => kept.push(ep.clone()),
                 }
             }
             // Labels are the desired ones (checked), so nothing else makes a slice change.
