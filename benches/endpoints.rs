@@ -46,6 +46,7 @@ fn existing_endpoints(s: &ServiceScenario, pods: &[&Pod]) -> Endpoints {
             .iter_mut()
             .chain(subset.not_ready_addresses.iter_mut())
         {
+            let a = Arc::make_mut(a);
             a.node_name = a.node_name.as_deref().map(intern);
             if let Some(t) = &mut a.target_ref {
                 t.kind = t.kind.as_deref().map(intern);
@@ -282,7 +283,8 @@ fn bench_mirroring(c: &mut Criterion) {
     assert!(!slices.is_empty());
     let refs: Vec<&EndpointSlice> = slices.iter().collect();
     // One address moves to an IP no pod has.
-    endpoints.subsets[0].addresses[0].ip = Address::Ip(IpAddr::V4(Ipv4Addr::new(10, 255, 0, 1)));
+    Arc::make_mut(&mut endpoints.subsets[0].addresses[0]).ip =
+        Address::Ip(IpAddr::V4(Ipv4Addr::new(10, 255, 0, 1)));
     let json = serde_json::to_vec(&endpoints_to_k8s(&endpoints)).unwrap_or_default();
     group.throughput(Throughput::Elements(n as u64));
     group.bench_with_input(BenchmarkId::new("one_address_changed", n), &n, |b, _| {

@@ -221,8 +221,10 @@ pub struct EndpointsPort {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EndpointSubset {
-    pub addresses: Vec<EndpointAddress>,
-    pub not_ready_addresses: Vec<EndpointAddress>,
+    /// Shared: an update of an object holds most of the addresses of the one it replaces, and
+    /// takes them by reference count instead of copying each address's names.
+    pub addresses: Vec<Arc<EndpointAddress>>,
+    pub not_ready_addresses: Vec<Arc<EndpointAddress>>,
     pub ports: Vec<EndpointsPort>,
 }
 

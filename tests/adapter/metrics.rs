@@ -356,7 +356,7 @@ fn custom_endpoints(ips: &[&str]) -> Endpoints {
             ..Meta::default()
         },
         subsets: vec![EndpointSubset {
-            addresses: ips.iter().map(addr).collect(),
+            addresses: ips.iter().map(|ip| Arc::new(addr(ip))).collect(),
             not_ready_addresses: Vec::new(),
             ports: vec![EndpointsPort {
                 name: Some(intern("http")),

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 
@@ -35,8 +36,8 @@ fn service(selector: Option<Labels>) -> Service {
     }
 }
 
-fn addr(ip: &str) -> EndpointAddress {
-    EndpointAddress {
+fn addr(ip: &str) -> Arc<EndpointAddress> {
+    Arc::new(EndpointAddress {
         ip: match ip.parse::<IpAddr>() {
             Ok(ip) => Address::Ip(ip),
             Err(_) => Address::Text(Name::new(ip)),
@@ -44,7 +45,7 @@ fn addr(ip: &str) -> EndpointAddress {
         hostname: None,
         node_name: None,
         target_ref: None,
-    }
+    })
 }
 
 fn port(name: &str, number: i32) -> EndpointsPort {
@@ -152,9 +153,10 @@ fn web() -> Endpoints {
 fn fresh_endpoints_get_one_slice_shaped_as_upstream_writes_it() {
     let mut ep = web();
     ep.meta.labels = Labels::from_pairs([("app", "web")]);
-    ep.subsets[0].addresses[0].hostname = Some(intern("db-0"));
-    ep.subsets[0].addresses[0].node_name = Some(intern("node-a"));
-    ep.subsets[0].addresses[0].target_ref = Some(TargetRef {
+    let first = Arc::make_mut(&mut ep.subsets[0].addresses[0]);
+    first.hostname = Some(intern("db-0"));
+    first.node_name = Some(intern("node-a"));
+    first.target_ref = Some(TargetRef {
         kind: Some(intern("Pod")),
         namespace: Some(intern(NS)),
         name: Some(Name::new("db-0")),

@@ -23,6 +23,7 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use sliced::model::{
     Address, EndpointAddress, EndpointSubset, EndpointsPort, Name, Protocol, TargetRef, Uid,
@@ -352,8 +353,8 @@ fn to_port(p: &MPort) -> EndpointsPort {
     }
 }
 
-fn to_address(a: &MAddress) -> EndpointAddress {
-    EndpointAddress {
+fn to_address(a: &MAddress) -> Arc<EndpointAddress> {
+    Arc::new(EndpointAddress {
         ip: Address::Ip(a.ip.parse::<IpAddr>().expect("an IP")),
         hostname: text(&a.hostname),
         // Upstream always sets nodeName, to the pod's, empty or not.
@@ -366,5 +367,5 @@ fn to_address(a: &MAddress) -> EndpointAddress {
             api_version: None,
             resource_version: None,
         }),
-    }
+    })
 }

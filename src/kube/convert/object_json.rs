@@ -5,6 +5,7 @@
 //! k8s-openapi's `BTreeMap`.
 
 use std::fmt::Display;
+use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use serde::ser::{SerializeSeq, SerializeStruct};
@@ -368,7 +369,7 @@ impl Serialize for SubsetView<'_> {
     }
 }
 
-struct AddressView<'a>(&'a EndpointAddress);
+struct AddressView<'a>(&'a Arc<EndpointAddress>);
 
 impl Serialize for AddressView<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

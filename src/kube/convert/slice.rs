@@ -212,12 +212,12 @@ fn subset(i: usize, s: &core::EndpointSubset) -> Result<EndpointSubset, ConvertE
                     Ok(ip) => Address::Ip(ip),
                     Err(_) => Address::Text(Name::new(&a.ip)),
                 };
-                Ok(EndpointAddress {
+                Ok(Arc::new(EndpointAddress {
                     ip: address,
                     hostname: opt_name(&a.hostname),
                     node_name: opt_intern(&a.node_name),
                     target_ref: a.target_ref.as_ref().map(target_ref_from_k8s),
-                })
+                }))
             })
             .collect::<Result<Vec<_>, ConvertError>>()
     };
@@ -245,7 +245,7 @@ fn subset(i: usize, s: &core::EndpointSubset) -> Result<EndpointSubset, ConvertE
 
 pub fn endpoints_to_k8s(e: &Endpoints) -> core::Endpoints {
     // Empty lists are omitted, as Go's omitempty does.
-    fn addresses(list: &[EndpointAddress]) -> Option<Vec<core::EndpointAddress>> {
+    fn addresses(list: &[Arc<EndpointAddress>]) -> Option<Vec<core::EndpointAddress>> {
         (!list.is_empty()).then(|| {
             list.iter()
                 .map(|a| core::EndpointAddress {

@@ -3,6 +3,8 @@
 //! resourceVersion is ignored. Order counts here; upstream also compares the stored subsets
 //! repacked (see `sync`), so an object merely in another order is not rewritten.
 
+use std::sync::Arc;
+
 use crate::model::{EndpointAddress, EndpointSubset, EndpointsPort, Name, TargetRef, Uid};
 
 /// A string field: `None` and `Some("")` are the same.
@@ -41,8 +43,11 @@ pub(crate) fn same_address(a: &EndpointAddress, b: &EndpointAddress) -> bool {
         }
 }
 
-fn same_addresses(a: &[EndpointAddress], b: &[EndpointAddress]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same_address(x, y))
+fn same_addresses(a: &[Arc<EndpointAddress>], b: &[Arc<EndpointAddress>]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| Arc::ptr_eq(x, y) || same_address(x, y))
 }
 
 /// Two subset lists hold the same subsets in the same order.

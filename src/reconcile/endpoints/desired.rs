@@ -399,7 +399,7 @@ impl<'a> Desired<'a> {
             })
     }
 
-    fn same_list(&self, want: &[u32], have: &[EndpointAddress]) -> bool {
+    fn same_list(&self, want: &[u32], have: &[Arc<EndpointAddress>]) -> bool {
         want.len() == have.len()
             && want
                 .iter()
@@ -431,6 +431,27 @@ impl<'a> Desired<'a> {
                 let have = a.hostname.as_ref().filter(|h| !h.is_empty());
                 have == hostname(self.service, pod)
             }
+    }
+
+    /// `a` is exactly the address [`Desired::address`] builds for entry `i` (every field, unlike
+    /// [`Desired::same_address`]), so that it can be written in its place.
+    fn builds(&self, i: u32, a: &EndpointAddress) -> bool {
+        let e = &self.entries[i as usize];
+        let pod = e.pod;
+        fn non_empty(n: &Name) -> Option<&Name> {
+            (!n.is_empty()).then_some(n)
+        }
+        matches!(&a.ip, crate::model::Address::Ip(ip) if *ip == e.ip)
+            && a.node_name.as_ref() == Some(pod.node_name.as_ref().unwrap_or(&EMPTY))
+            && a.target_ref.as_ref().is_some_and(|t| {
+                t.uid.as_ref() == Some(&pod.meta.uid()).filter(|u| !u.is_empty())
+                    && t.name.as_ref() == non_empty(&pod.meta.name)
+                    && t.namespace.as_ref() == non_empty(&pod.meta.namespace)
+                    && t.kind.as_ref() == Some(&*POD_KIND)
+                    && t.api_version.is_none()
+                    && t.resource_version.is_none()
+            })
+            && a.hostname.as_ref() == hostname(self.service, pod)
     }
 
     fn address(&self, i: u32) -> EndpointAddress {
@@ -537,7 +558,7 @@ impl<'a> Desired<'a> {
                     g.not_ready.iter().map(|&i| self.address_fields(i)),
                     &g.ports,
                 );
-                let subset = self.subset(g);
+                let subset = self.subset(g, None);
                 (
                     (from_pods.as_str().to_owned(), self.subset_hash(g)),
                     (
@@ -549,16 +570,48 @@ impl<'a> Desired<'a> {
             .collect()
     }
 
-    fn subset(&self, g: &Group) -> EndpointSubset {
+    /// The subset of `g`, sharing the addresses of `current` (the subset at its place in the
+    /// object written before) that are exactly those it would build.
+    fn subset(&self, g: &Group, current: Option<&EndpointSubset>) -> EndpointSubset {
         EndpointSubset {
-            addresses: g.ready.iter().map(|&i| self.address(i)).collect(),
-            not_ready_addresses: g.not_ready.iter().map(|&i| self.address(i)).collect(),
+            addresses: self.addresses(&g.ready, current.map_or(&[], |c| &c.addresses)),
+            not_ready_addresses: self.addresses(
+                &g.not_ready,
+                current.map_or(&[], |c| &c.not_ready_addresses),
+            ),
             ports: g.ports.clone(),
         }
     }
 
-    /// The subsets to write.
-    pub(crate) fn to_subsets(&self) -> Vec<EndpointSubset> {
-        self.groups.iter().map(|g| self.subset(g)).collect()
+    /// The addresses of entries `want`. Both lists are in address order, so an unchanged address
+    /// is where the one before it was found, or a few places on when addresses went between
+    /// them: it is looked for there alone, and shared when it is exactly what would be built.
+    fn addresses(&self, want: &[u32], have: &[Arc<EndpointAddress>]) -> Vec<Arc<EndpointAddress>> {
+        /// How many addresses of `have` may have gone between two found: further, the rest is
+        /// built (an object of other addresses costs that many comparisons an address at most).
+        const LOOK_AHEAD: usize = 4;
+        let mut next = 0;
+        want.iter()
+            .map(|&i| {
+                let ahead = have.get(next..).unwrap_or(&[]).iter().take(LOOK_AHEAD);
+                for (k, a) in ahead.enumerate() {
+                    if self.builds(i, a) {
+                        next += k + 1;
+                        return Arc::clone(a);
+                    }
+                }
+                Arc::new(self.address(i))
+            })
+            .collect()
+    }
+
+    /// The subsets to write, sharing with `current` (the subsets of the object there is) every
+    /// address it already holds as it would be built.
+    pub(crate) fn to_subsets(&self, current: &[EndpointSubset]) -> Vec<EndpointSubset> {
+        self.groups
+            .iter()
+            .enumerate()
+            .map(|(k, g)| self.subset(g, current.get(k)))
+            .collect()
     }
 }

@@ -180,7 +180,7 @@ fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsP
                 annotations,
                 ..Meta::default()
             },
-            subsets: desired.to_subsets(),
+            subsets: desired.to_subsets(&[]),
         }),
         // Upstream sends this update whenever its check above fails, which for an object over
         // capacity is every sync, and so rewrites the trigger time of an unchanged object (on a
@@ -199,7 +199,7 @@ fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsP
             meta.annotations = annotations;
             EndpointsWrite::Update(Endpoints {
                 meta,
-                subsets: desired.to_subsets(),
+                subsets: desired.to_subsets(&current.subsets),
             })
         }
     };

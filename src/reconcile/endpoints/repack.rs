@@ -9,7 +9,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::net::IpAddr;
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use ahash::RandomState;
 
@@ -211,7 +211,7 @@ pub fn repack(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
     // Identities in order of first appearance.
     let mut ids: HashMap<(IpKey, Option<&Uid>), usize, RandomState> =
         HashMap::with_capacity_and_hasher(addresses, RandomState::default());
-    let mut records: Vec<&EndpointAddress> = Vec::with_capacity(addresses);
+    let mut records: Vec<&Arc<EndpointAddress>> = Vec::with_capacity(addresses);
     // Ports in order of first appearance; `None` stands for "no ports".
     let mut ports: Vec<Option<&EndpointsPort>> = Vec::new();
     // Per port: the readiness of each identity it serves.
@@ -277,15 +277,17 @@ pub fn repack(subsets: &[EndpointSubset]) -> Vec<EndpointSubset> {
         .map(|PortGroup { members, ports }| {
             let mut subset = EndpointSubset::default();
             for (id, ready) in members {
-                let record = records[id].clone();
+                let record = Arc::clone(records[id]);
                 if ready {
                     subset.addresses.push(record);
                 } else {
                     subset.not_ready_addresses.push(record);
                 }
             }
-            subset.addresses.sort_by(address_order);
-            subset.not_ready_addresses.sort_by(address_order);
+            subset.addresses.sort_by(|a, b| address_order(a, b));
+            subset
+                .not_ready_addresses
+                .sort_by(|a, b| address_order(a, b));
             subset.ports = ports.into_iter().cloned().collect();
             hash_order::sort_endpoints_ports(&mut subset.ports);
             subset

@@ -85,7 +85,7 @@ fn written(p: &EndpointsPlan) -> &Endpoints {
     }
 }
 
-fn ips(list: &[EndpointAddress]) -> Vec<String> {
+fn ips(list: &[Arc<EndpointAddress>]) -> Vec<String> {
     list.iter().map(|a| a.ip.to_string()).collect()
 }
 
@@ -99,7 +99,7 @@ fn naive(service: &Service, pods: &[Pod]) -> Vec<EndpointSubset> {
         let Some(ip) = pod.ips().first() else {
             continue;
         };
-        let address = EndpointAddress {
+        let address = Arc::new(EndpointAddress {
             ip: Address::Ip(*ip),
             hostname: None,
             node_name: pod.node_name.clone(),
@@ -111,7 +111,7 @@ fn naive(service: &Service, pods: &[Pod]) -> Vec<EndpointSubset> {
                 api_version: None,
                 resource_version: None,
             }),
-        };
+        });
         let ready = service.publish_not_ready_addresses || pod.ready;
         for sp in &service.ports {
             let Some(number) = crate::reconcile::ports::target_port_number(&pod.named_ports, sp)
@@ -252,7 +252,7 @@ fn another_order_alone_is_not_rewritten_but_a_write_restores_upstreams() {
     current.meta.resource_version = intern("7");
     assert_eq!(plan(&svc, &pods, Some(&current)).write, None);
     // A target's resourceVersion is not compared.
-    if let Some(t) = &mut current.subsets[0].addresses[0].target_ref {
+    if let Some(t) = &mut Arc::make_mut(&mut current.subsets[0].addresses[0]).target_ref {
         t.resource_version = Some(intern("42"));
     }
     assert_eq!(plan(&svc, &pods, Some(&current)).write, None);
@@ -496,4 +496,52 @@ fn address_order_is_the_ip_text_byte_wise() {
         ips[i] = IpAddr::from([0xfd00, 0x10, 0x244, x % 3, 0, 0, x / 7, x]);
     }
     check(&ips);
+}
+
+/// An update shares with the object there is every address it would build exactly as held, and
+/// builds the others: among them one that differs only where upstream's comparison does not look
+/// (a target's resourceVersion), which must not be written.
+#[test]
+fn an_update_shares_the_addresses_it_would_build_and_no_other() {
+    let svc = service(vec![port("http", TargetPort::Number(8080))]);
+    let mut pods: Vec<Pod> = (0..12u32)
+        .map(|i| pod(&format!("p{i}"), &format!("10.0.0.{i}"), true, &[]))
+        .collect();
+    let mut current = written(&plan(&svc, &pods, None)).clone();
+    current.meta.resource_version = intern("3");
+    let odd = "10.0.0.8";
+    for a in &mut current.subsets[0].addresses {
+        if a.ip.to_string() == odd
+            && let Some(t) = &mut Arc::make_mut(a).target_ref
+        {
+            t.resource_version = Some(intern("42"));
+        }
+    }
+    // Around the shared addresses: one goes, one turns not ready, one comes.
+    pods.remove(3);
+    pods[5].ready = false;
+    pods.push(pod("p20", "10.0.0.20", true, &[]));
+
+    let update = written(&plan(&svc, &pods, Some(&current))).clone();
+    let fresh = written(&plan(&svc, &pods, None)).clone();
+    assert_eq!(
+        update.subsets, fresh.subsets,
+        "the same as built from nothing"
+    );
+    let held = &current.subsets[0].addresses;
+    let mut shared = Vec::new();
+    for a in update
+        .subsets
+        .iter()
+        .flat_map(|s| s.addresses.iter().chain(&s.not_ready_addresses))
+    {
+        if held.iter().any(|h| Arc::ptr_eq(h, a)) {
+            shared.push(a.ip.to_string());
+        }
+    }
+    let want: Vec<String> = ["0", "1", "10", "11", "2", "4", "5", "7", "9"]
+        .iter()
+        .map(|host| format!("10.0.0.{host}"))
+        .collect();
+    assert_eq!(shared, want);
 }

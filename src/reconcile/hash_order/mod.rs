@@ -219,6 +219,12 @@ pub(crate) struct TargetFields<'a> {
     pub resource_version: &'a str,
 }
 
+impl<'a> From<&'a std::sync::Arc<EndpointAddress>> for AddressFields<'a> {
+    fn from(a: &'a std::sync::Arc<EndpointAddress>) -> Self {
+        AddressFields::from(&**a)
+    }
+}
+
 impl<'a> From<&'a EndpointAddress> for AddressFields<'a> {
     fn from(a: &'a EndpointAddress) -> Self {
         AddressFields {

@@ -1,6 +1,8 @@
 //! The prints and hashes against Go's own.
 #![cfg(test)]
 
+use std::sync::Arc;
+
 use super::*;
 use crate::model::{Protocol, Uid, intern};
 
@@ -47,7 +49,7 @@ fn prints_and_hashes_are_go_spew_and_fnv128a() {
 
     let subset = EndpointSubset {
         addresses: vec![
-            EndpointAddress {
+            Arc::new(EndpointAddress {
                 ip: Address::Ip("10.0.0.1".parse().unwrap()),
                 hostname: Some(intern("db-0")),
                 node_name: Some(intern("node-a")),
@@ -59,13 +61,13 @@ fn prints_and_hashes_are_go_spew_and_fnv128a() {
                     api_version: None,
                     resource_version: None,
                 }),
-            },
-            EndpointAddress {
+            }),
+            Arc::new(EndpointAddress {
                 ip: Address::Ip("fd00::1".parse().unwrap()),
                 hostname: None,
                 node_name: Some(intern("")),
                 target_ref: None,
-            },
+            }),
         ],
         not_ready_addresses: Vec::new(),
         ports: vec![EndpointsPort {
