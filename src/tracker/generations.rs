@@ -10,7 +10,7 @@
 //! `on_slice_*` decisions return the services to queue; the caller queues them after
 //! [`slice_event_delay`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Duration;
 
 use ahash::RandomState;
@@ -204,24 +204,24 @@ fn lags_behind(
     if tracked.is_empty() {
         return false;
     }
+    // The tracked entries the list holds, each by its key's place in the map: counted once
+    // however often the list repeats a UID, without hashing any UID again.
+    let mut found: SmallVec<[*const Name; 16]> = SmallVec::new();
     for slice in listed {
-        match tracked.get(slice.meta.uid.as_str()) {
-            Some(Expectation::Deletion) => return true,
-            Some(Expectation::Generation(g)) if *g > slice.meta.generation => return true,
-            _ => {}
+        match tracked.get_key_value(slice.meta.uid.as_str()) {
+            Some((_, Expectation::Deletion)) => return true,
+            Some((_, Expectation::Generation(g))) if *g > slice.meta.generation => return true,
+            Some((uid, Expectation::Generation(_))) => found.push(std::ptr::from_ref(uid)),
+            None => {}
         }
     }
-    let missing = |uid: &Name| !listed.iter().any(|s| s.meta.uid.as_str() == uid.as_str());
-    // A service has a handful of slices: a scan of them costs less than a set to look in.
-    if listed.len() <= 16 {
-        return tracked
-            .iter()
-            .any(|(uid, e)| *e != Expectation::Deletion && missing(uid));
-    }
-    let seen: HashSet<&str, RandomState> = listed.iter().map(|s| s.meta.uid.as_str()).collect();
-    tracked
-        .iter()
-        .any(|(uid, e)| *e != Expectation::Deletion && !seen.contains(uid.as_str()))
+    found.sort_unstable();
+    found.dedup();
+    let expected = tracked
+        .values()
+        .filter(|e| **e != Expectation::Deletion)
+        .count();
+    found.len() != expected
 }
 
 /// The least delay before a sync queued by a slice event.

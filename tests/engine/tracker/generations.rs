@@ -134,6 +134,22 @@ fn stale_slices_more_rows() {
     assert!(!tracker.stale_slices(&n("ns2"), &n("svc1"), &[]));
 }
 
+/// A list that repeats one tracked slice's UID still lacks the other's: each tracked slice counts
+/// once, however often it is listed.
+#[test]
+fn a_repeated_uid_does_not_stand_for_a_missing_one() {
+    let (first, second) = (plain("uid-1", 1), plain("uid-2", 1));
+    let tracker = EndpointSliceTracker::new();
+    tracker.update(&first);
+    tracker.update(&second);
+    assert!(!stale(&tracker, &[&first, &second]), "both listed");
+    assert!(stale(&tracker, &[&first, &first]), "the second missing");
+    assert!(
+        !stale(&tracker, &[&first, &second, &first]),
+        "both, one twice"
+    );
+}
+
 /// A service with many slices (a 5,000-pod service has 50): the same answers as with a few.
 #[test]
 fn stale_slices_of_a_service_with_many() {
