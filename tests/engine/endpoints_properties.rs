@@ -837,7 +837,7 @@ proptest! {
         service_spec in service_spec(),
         first in prop::collection::vec(prop::option::weighted(0.8, pod_spec()), SLOTS),
         steps in prop::collection::vec(
-            (0..SLOTS, prop::option::weighted(0.8, pod_spec()), 0u8..12),
+            (0..SLOTS, prop::option::weighted(0.8, pod_spec()), 0u8..12, prop::bool::weighted(0.2)),
             1..16,
         ),
     ) {
@@ -852,7 +852,7 @@ proptest! {
         let mut held = slot_pods(&slots);
         let mut cache = AddressCache::build(&svc, &members(&held));
         let mut current: Option<Endpoints> = None;
-        for (n, (slot, spec, tweak)) in steps.into_iter().enumerate() {
+        for (n, (slot, spec, tweak, stale)) in steps.into_iter().enumerate() {
             // Mostly one field of a pod there is, as most pod updates are; else any pod or none.
             match (&mut slots[slot], tweak) {
                 (Some(pod), 0..=8) => tweak_pod(pod, tweak),
@@ -880,6 +880,10 @@ proptest! {
             held = now;
             let pods = members(&held);
             let edit = keep(&mut cache, &svc, &changed, &pods);
+            // The engine's stale guard: the cache took the changes, and no plan was made.
+            if stale {
+                continue;
+            }
             let refs: Vec<&Pod> = pods.iter().map(|p| p.as_ref()).collect();
             let input = EndpointsInput {
                 service: &svc,

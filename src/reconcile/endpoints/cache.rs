@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 use super::desired::{Desired, hostname, pod_in_endpoints, pod_ip, pod_ports};
 use super::memo::SubsetMemo;
 use super::repack::IpKey;
-use crate::model::{ContainerPort, EndpointsPort, Name, Pod, Service, Uid};
+use crate::model::{ContainerPort, Endpoints, EndpointsPort, Name, Pod, Service, Uid};
 
 /// The most port sets one service's pods may serve (one per pod template in use, as a rule): a
 /// cache holding more is dropped and built again from the pods there are.
@@ -97,6 +97,9 @@ pub struct AddressCache {
     ready: usize,
     hasher: RandomState,
     settled: Option<Settled>,
+    /// What was settled before the last edit that moved an address (the addresses have not
+    /// moved since): that object's subsets are not the desired ones.
+    moved_from: Option<Settled>,
     /// The hashes that ordered the subsets at the last sync, while the pods serve several port
     /// sets. Behind a lock because syncs read the cache shared; one service's syncs never run at
     /// once, so it is never waited on.
@@ -186,6 +189,7 @@ impl AddressCache {
             name_hashes: Vec::new(),
             hasher: RandomState::new(),
             settled: None,
+            moved_from: None,
             memo: Mutex::default(),
         };
         let mut last = None;
@@ -294,7 +298,8 @@ impl AddressCache {
             return Edit::Unfit;
         }
         if moved {
-            self.settled = None;
+            // One edit from a settled object only: a second could move an address back.
+            self.moved_from = self.settled.take();
             Edit::Moved
         } else {
             Edit::Kept
@@ -333,6 +338,19 @@ impl AddressCache {
     /// Records that a full sync of these addresses wrote, or found right, `settled`.
     pub fn settle(&mut self, settled: Option<Settled>) {
         self.settled = settled;
+    }
+
+    /// Whether `current` is known to differ from the desired subsets without comparing them: it
+    /// is the object settled (not cut) for the very same `service` before one edit moved an
+    /// address. Every field of an address record is in what [`Desired`] gives, so a moved
+    /// record changes the subsets.
+    pub fn moved_since(&self, current: &Endpoints, service: &Service) -> bool {
+        self.moved_from.as_ref().is_some_and(|from| {
+            !from.truncated
+                && !from.version.is_empty()
+                && from.version == current.meta.resource_version
+                && std::ptr::eq(Arc::as_ptr(&from.service), service)
+        })
     }
 
     pub fn len(&self) -> usize {

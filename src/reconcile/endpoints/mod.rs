@@ -148,8 +148,13 @@ fn sync_from(input: &EndpointsInput, cache: Option<&AddressCache>) -> EndpointsP
     // subsets need neither comparing nor repacking.
     // Whether the desired subsets are the current ones, once compared: the no-op check below
     // needs the same answer, and comparing costs a walk over the addresses.
-    let mut same_subsets = None;
+    // An edit that moved an address off the object the cache settled answers it at once.
+    let mut same_subsets = cache
+        .zip(input.current)
+        .is_some_and(|(cache, current)| cache.moved_since(current, service))
+        .then_some(false);
     if let Some(current) = input.current
+        && same_subsets.is_none()
         && !desired.is_cut()
         && capacity::annotation_set_correctly(&current.meta.annotations, current)
         && service_labels_kept(&current.meta.labels, &service.meta.labels)

@@ -545,3 +545,49 @@ fn an_update_shares_the_addresses_it_would_build_and_no_other() {
         .collect();
     assert_eq!(shared, want);
 }
+
+/// An edit that moves an address off the settled object decides the comparison; a second edit
+/// (after a sync that planned nothing) may move it back, and then only comparing can tell.
+#[test]
+fn an_address_moved_off_the_settled_object_and_back_writes_nothing() {
+    let svc = Arc::new(service(vec![port("http", TargetPort::Number(8080))]));
+    let mut pods: Vec<Arc<Pod>> = (0..5u32)
+        .map(|i| Arc::new(pod(&format!("p{i}"), &format!("10.0.0.{i}"), true, &[])))
+        .collect();
+    let Some(mut cache) = AddressCache::build(&svc, &pods) else {
+        panic!("five pods of distinct addresses fit");
+    };
+    let plan = |cache: &AddressCache, current: Option<&Endpoints>| {
+        let input = EndpointsInput {
+            service: &svc,
+            pods: &[],
+            current,
+            trigger_time: None,
+            current_is_own_write: true,
+        };
+        sync_cached(&input, cache)
+    };
+    let mut current = written(&plan(&cache, None)).clone();
+    current.meta.resource_version = intern("7");
+    cache.settle(Some(Settled {
+        version: intern("7"),
+        service: Arc::clone(&svc),
+        ready: 5,
+        not_ready: 0,
+        truncated: false,
+    }));
+    let mut flip = |cache: &mut AddressCache| {
+        let mut p = (*pods[2]).clone();
+        p.ready = !p.ready;
+        pods[2] = Arc::new(p);
+        cache.apply(&svc, &[(Name::new("p2"), Some(Arc::clone(&pods[2])))])
+    };
+    assert_eq!(flip(&mut cache), Edit::Moved);
+    assert!(cache.moved_since(&current, &svc));
+    let update = written(&plan(&cache, Some(&current))).clone();
+    assert_eq!(ips(&update.subsets[0].not_ready_addresses), ["10.0.0.2"]);
+    // No plan made (the stale guard), then the pod turns back.
+    assert_eq!(flip(&mut cache), Edit::Moved);
+    assert!(!cache.moved_since(&current, &svc));
+    assert_eq!(plan(&cache, Some(&current)).write, None);
+}
