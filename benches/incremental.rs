@@ -173,6 +173,7 @@ fn incremental(s: &ServiceScenario, p: &Prepared) -> Option<Plan> {
     reconcile_incremental(&IncrementalInput {
         service: &s.service,
         changed: &p.changed,
+        left_out: &[],
         nodes: &s.nodes,
         slices: &p.slices,
         locate: &locate,

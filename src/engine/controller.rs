@@ -513,16 +513,19 @@ impl SyncRecord {
 impl SyncRecord {
     /// Carries out a plan of slice writes (the EndpointSlice or the mirroring controller's): the
     /// record takes the accepted writes, the objects found gone, the metrics, and whether a
-    /// terminating namespace cut the plan short. Returns the sync's error, if any.
+    /// terminating namespace cut the plan short.
     pub(super) fn apply_slice_plan(
         &mut self,
         sink: &dyn Sink,
         plan: &mut Plan,
         mut metrics: SliceSyncMetrics,
-    ) -> Option<String> {
+    ) -> SlicePlanApplied {
         let outcome = apply_plan(sink, plan);
         metrics.applied(&outcome);
-        let error = outcome.error_message();
+        let applied = SlicePlanApplied {
+            error: outcome.error_message(),
+            write_failed: outcome.write_failed,
+        };
         self.slice_metrics = Some(metrics);
         self.abandoned = outcome
             .per_type
@@ -530,9 +533,17 @@ impl SyncRecord {
             .any(|t| t.status == TypeStatus::NamespaceTerminating);
         self.writes = outcome.records;
         self.gone = outcome.gone;
-        if error.is_some() {
+        if applied.error.is_some() {
             self.outcome = SyncOutcome::Error;
         }
-        error
+        applied
     }
+}
+
+/// How carrying out a plan of slice writes ended.
+pub(super) struct SlicePlanApplied {
+    /// The sync's error: write errors, then the plan's own.
+    pub error: Option<String>,
+    /// A write failed: the slices are not what the plan wanted.
+    pub write_failed: bool,
 }

@@ -3,11 +3,12 @@
 //! which slices hold each pod's endpoint.
 //!
 //! The contract with `reconcile_incremental`: it may be used only when the last sync of the service
-//! succeeded in full and, since then, nothing but the listed pods changed. Anything else marks the
-//! service for a full sync: an event of the Service itself, a failed or abandoned sync, and any
-//! change to its managed slices other than the engine's own writes (an edit, deletion or creation by
-//! someone else, a relist that finds them changed or gone, the garbage collector), whether or not
-//! upstream's rules queue a sync for it. Queueing a sync and keeping this state valid are separate
+//! made all its writes and, since then, nothing but the listed pods changed; the pods it left out
+//! for a missing node (its only possible error) are listed apart. Anything else marks the service
+//! for a full sync: an event of the Service itself, a write that failed, a sync abandoned, and any
+//! change to its managed slices other than the engine's own writes (an edit, deletion or creation
+//! by someone else, a relist that finds them changed or gone, the garbage collector), whether or
+//! not upstream's rules queue a sync for it. Queueing a sync and keeping this state valid are separate
 //! questions. A node change that can move a zone marks the pods on that node as changed, in the
 //! services selecting them only.
 
@@ -28,6 +29,9 @@ pub(super) struct Changes {
     pub full: bool,
     /// The changed pods' names: in name order and each once when taken ([`ChangeLog::take`]).
     pub pods: Vec<Name>,
+    /// The pods the last sync left out for a missing node, in name order: reported again by the
+    /// next, changed or not.
+    pub left_out: Vec<Name>,
     /// While pending, the length at which repeats are next folded: a pod that changes again and
     /// again before its service syncs costs an append, not a search, and cannot grow the list
     /// beyond twice the pods that changed.
@@ -75,6 +79,13 @@ impl ChangeLog {
     /// nothing.
     pub fn force_full(&self, key: &ServiceKey) {
         self.pending.entry(key.clone()).or_default().full = true;
+    }
+
+    /// The pods the sync that just succeeded left out for a missing node.
+    pub fn left_out(&self, key: &ServiceKey, pods: Vec<Name>) {
+        if !pods.is_empty() {
+            self.pending.entry(key.clone()).or_default().left_out = pods;
+        }
     }
 
     /// A node was added, deleted or moved zone: the endpoints of its pods may change.

@@ -182,9 +182,9 @@ impl Controller for MirroringController {
                 Some(STALE_MESSAGE.to_string())
             }
             Prepared::Plan(mut plan, metrics) => {
-                let error = record.apply_slice_plan(sink, &mut plan, *metrics);
+                let applied = record.apply_slice_plan(sink, &mut plan, *metrics);
                 events.extend(plan.events.into_iter().map(|e| (key.clone(), e)));
-                error
+                applied.error
             }
         };
         (record, error)

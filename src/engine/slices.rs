@@ -136,6 +136,7 @@ impl EndpointSliceController {
         key: &ServiceKey,
         service: &Service,
         changed: &[(Name, Option<&Pod>)],
+        left_out: &[&Pod],
         slices: &[&EndpointSlice],
     ) -> Option<Plan> {
         let position: HashMap<&str, usize, ahash::RandomState> = slices
@@ -168,6 +169,7 @@ impl EndpointSliceController {
         let mut plan = reconcile_incremental(&IncrementalInput {
             service,
             changed,
+            left_out,
             nodes: nodes.as_ref(),
             slices,
             locate: &locate,
@@ -201,6 +203,27 @@ fn changed_now(
                 .get(&key.namespace, name)
                 .filter(|p| p.meta.labels.matches(selector));
             (name.clone(), pod)
+        })
+        .collect()
+}
+
+/// The pods the last sync left out for a missing node that did not change since, as they are;
+/// `None` when one is gone (its change should have been noted).
+fn left_out_now(
+    cx: &Cluster,
+    key: &ServiceKey,
+    selector: &Labels,
+    changes: &Changes,
+) -> Option<Vec<Arc<Pod>>> {
+    changes
+        .left_out
+        .iter()
+        .filter(|name| changes.pods.binary_search(name).is_err())
+        .map(|name| {
+            cx.index
+                .pods()
+                .get(&key.namespace, name)
+                .filter(|p| p.meta.labels.matches(selector))
         })
         .collect()
 }
@@ -394,13 +417,18 @@ impl Controller for EndpointSliceController {
             );
             Prepared::Plan(plan, Box::new(metrics))
         };
-        // The changed pods as they are now, when the change log knows them.
-        let current = match &service.selector {
-            Some(selector) if !changes.full && cx.options.incremental => {
-                Some(changed_now(cx, key, selector, &changes))
-            }
-            _ => None,
+        // The changed pods as they are now, when the change log knows them, and those the last
+        // sync left out that did not change.
+        let (current, left_out) = match &service.selector {
+            Some(selector) if !changes.full && cx.options.incremental => (
+                Some(changed_now(cx, key, selector, &changes)),
+                left_out_now(cx, key, selector, &changes),
+            ),
+            _ => (None, None),
         };
+        let left_out: Option<Vec<&Pod>> = left_out
+            .as_ref()
+            .map(|pods| pods.iter().map(|p| p.as_ref()).collect());
         let changed: Option<Vec<(Name, Option<&Pod>)>> = current.as_ref().map(|current| {
             current
                 .iter()
@@ -408,7 +436,9 @@ impl Controller for EndpointSliceController {
                 .collect()
         });
         if let Some(changed) = &changed
-            && let Some(plan) = self.prepare_incremental(cx, key, &service, changed, &slice_refs)
+            && let Some(left_out) = &left_out
+            && let Some(plan) =
+                self.prepare_incremental(cx, key, &service, changed, left_out, &slice_refs)
         {
             return planned(plan, true);
         }
@@ -443,6 +473,8 @@ impl Controller for EndpointSliceController {
         // Whether the slices are now what a full sync would leave: the next sync may then be
         // incremental.
         let mut complete = false;
+        // Pods left out for a missing node, which the next sync looks at again.
+        let mut left_out = Vec::new();
         let error = match prepared {
             Prepared::Nothing => None,
             Prepared::Gone => {
@@ -454,8 +486,14 @@ impl Controller for EndpointSliceController {
                 Some(STALE_MESSAGE.to_string())
             }
             Prepared::Plan(mut plan, metrics) => {
-                let error = record.apply_slice_plan(sink, &mut plan, *metrics);
-                complete = error.is_none() && !record.abandoned;
+                let applied = record.apply_slice_plan(sink, &mut plan, *metrics);
+                let error = applied.error;
+                // A pod on a missing node fails the sync (it is retried), but the slices are
+                // still as planned: only a write that failed makes the next sync full.
+                complete = !applied.write_failed && !record.abandoned;
+                if complete {
+                    left_out = std::mem::take(&mut plan.pods_on_missing_nodes);
+                }
                 // Most syncs change nothing here: no lock taken, no key formatted.
                 if !plan.topology_changes.is_empty() {
                     self.topology
@@ -475,6 +513,7 @@ impl Controller for EndpointSliceController {
         };
         if complete {
             self.changes.synced(key);
+            self.changes.left_out(key, left_out);
         } else if error.is_some() || record.abandoned {
             self.changes.failed(key);
         } else {

@@ -115,6 +115,9 @@ pub struct Plan {
     /// Errors that make the sync fail (and retry) although the writes go ahead, such as a pod on a
     /// node that does not exist.
     pub errors: Vec<String>,
+    /// The pods those errors left out (on a node that does not exist), by name, in name order: a
+    /// later sync must look at them again, whether or not they change.
+    pub pods_on_missing_nodes: Vec<Name>,
     pub topology_changes: Vec<TopologyChange>,
     /// Addresses of a mirrored Endpoints left out: invalid, or over the per-subset cap.
     pub addresses_skipped: usize,

@@ -51,6 +51,8 @@ pub struct ApplyOutcome {
     pub gone: Vec<Object>,
     /// Write errors in order, then the plan's own sync errors.
     pub errors: Vec<String>,
+    /// A write failed: not every write planned was made.
+    pub write_failed: bool,
     /// One entry per `plan.per_type`, in order.
     pub per_type: Vec<TypeOutcome>,
     /// Successful writes per verb: upstream's `endpoint_slice_controller_changes{operation}`.
@@ -109,6 +111,7 @@ pub fn apply_plan(sink: &dyn Sink, plan: &mut Plan) -> ApplyOutcome {
             Ok(status) => status,
             Err(e) => {
                 out.errors.push(e);
+                out.write_failed = true;
                 TypeStatus::Failed
             }
         };
@@ -123,6 +126,7 @@ pub fn apply_plan(sink: &dyn Sink, plan: &mut Plan) -> ApplyOutcome {
         let object = Object::from(slice);
         let answer = sink.delete(&object);
         if let Err(e) = deleted(object, answer, &mut out) {
+            out.write_failed = true;
             out.errors.push(format!(
                 "error deleting {name} EndpointSlice for Service {service}: {e}"
             ));

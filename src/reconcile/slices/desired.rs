@@ -296,8 +296,9 @@ pub(crate) struct PortGroup<'a> {
 #[derive(Default)]
 pub(crate) struct Desired<'a> {
     pub groups: Vec<PortGroup<'a>>,
-    /// Pods skipped because their node does not exist.
+    /// Pods skipped because their node does not exist: the error of each, and its name.
     pub errors: Vec<String>,
+    pub left_out: Vec<Name>,
 }
 
 /// Upstream's rule for which pods can back an endpoint: not terminal, and with an IP. Terminating pods
@@ -400,6 +401,7 @@ pub(crate) fn desired_endpoints<'a>(
 ) -> Desired<'a> {
     let mut groups: Vec<PortGroup> = Vec::new();
     let mut errors = Vec::new();
+    let mut left_out = Vec::new();
     // Pods of one template share their named ports; remember the group of the last one seen.
     let numeric_only = numeric_only(&service.ports);
     let mut last: Option<(*const ContainerPort, usize)> = None;
@@ -435,6 +437,7 @@ pub(crate) fn desired_endpoints<'a>(
             Ok(zone) => zone,
             Err(error) => {
                 errors.push(error);
+                left_out.push(pod.meta.name.clone());
                 continue;
             }
         };
@@ -445,7 +448,11 @@ pub(crate) fn desired_endpoints<'a>(
     for g in &mut groups {
         g.total = g.desired.len();
     }
-    Desired { groups, errors }
+    Desired {
+        groups,
+        errors,
+        left_out,
+    }
 }
 
 #[cfg(test)]

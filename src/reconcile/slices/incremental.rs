@@ -23,20 +23,22 @@
 //!
 //! # The caller's contract
 //!
-//! - The last sync of this service fully succeeded: its plan had no errors and all its writes were
-//!   applied, and `slices` are those written objects (as the full reconcile gets them, in the same
-//!   order).
+//! - The last sync of this service made all its writes, its plan's only errors were pods left
+//!   out for a missing node (`Plan::pods_on_missing_nodes`), and `slices` are those written
+//!   objects (as the full reconcile gets them, in the same order).
 //! - Since then, no event for the service, its slices or any node; only the pods in `changed`
-//!   changed (were added, updated, deleted, or joined or left the selector).
+//!   changed (were added, updated, deleted, or joined or left the selector). The pods the last
+//!   sync left out and that did not change since are in `left_out`: the full reconcile reports
+//!   each again, and they change nothing else.
 //! - The full reconcile this stands for gets its pods sorted by name (as the index's member sets
 //!   give them).
 //! - `locate` tells where each pod's endpoint was after the last sync, per address type.
 //!
 //! Under that contract, no slice carries hints or a duplicate endpoint (the last sync stripped or
-//! dropped them), every unchanged pod's node exists and its endpoint is exactly what the full
-//! reconcile would build now, so it is kept as it is rather than rebuilt from the pod. Hints are
-//! checked for the slices that are rewritten, not for the others, which would cost a walk over
-//! every endpoint.
+//! dropped them), and every unchanged pod with an endpoint is on a node that exists, its endpoint
+//! exactly what the full reconcile would build now: it is kept as it is rather than rebuilt from
+//! the pod. Hints are checked for the slices that are rewritten, not for the others, which would
+//! cost a walk over every endpoint.
 //!
 //! # Preconditions checked (`None` when one fails: run the full reconcile)
 //!
@@ -52,9 +54,11 @@
 //!    group's and endpoints, or else no endpoints (the placeholder of a type without endpoints,
 //!    which the full reconcile deletes whole and then keeps by the placeholder rule); never both
 //!    of the last two.
-//! 4. `changed` is sorted by name without repeats, each pod under its own name; every changed pod
-//!    that has an endpoint is on an existing node (or the service publishes not-ready addresses),
-//!    since a missing node makes the full reconcile report an error.
+//! 4. `changed` is sorted by name without repeats, each pod under its own name. A changed pod on a
+//!    missing node (unless the service publishes not-ready addresses) is left out, with the full
+//!    reconcile's error; its ports still count for the group, as the full reconcile's grouping
+//!    comes before the node is looked up. Each pod of `left_out` is still left out, and not
+//!    among `changed`.
 //! 5. `locate` is consistent with the slices it points at: each located endpoint is in that slice,
 //!    of that type and of the changed group, and a rewritten slice holds no endpoint of a changed
 //!    pod located elsewhere.
@@ -92,6 +96,9 @@ pub struct IncrementalInput<'a> {
     /// still exists and is selected, `None` if it was deleted or is no longer selected. Sorted by
     /// name (byte order, as `Name` sorts), each name once.
     pub changed: &'a [(Name, Option<&'a Pod>)],
+    /// The pods the last sync left out for a missing node that have not changed since (none of
+    /// them in `changed`).
+    pub left_out: &'a [&'a Pod],
     pub nodes: &'a dyn NodeLookup,
     /// The service's managed slices, as `SyncInput::slices`, in the same order.
     pub slices: &'a [&'a EndpointSlice],
@@ -181,16 +188,35 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
     {
         return None;
     }
-    for (name, pod) in changed {
-        if let Some(pod) = pod {
-            // A changed pod on a missing node is an error of the full reconcile.
-            if pod.meta.name != *name
-                || (pod_has_endpoint(pod) && pod_zone(service, pod, input.nodes).is_err())
-            {
-                return None;
-            }
+    if changed
+        .iter()
+        .any(|(name, pod)| pod.is_some_and(|pod| pod.meta.name != *name))
+    {
+        return None;
+    }
+    // Changed pods on a missing node are left out with the full reconcile's error, and so are
+    // those left out before; these are all its errors (the contract), in its order: by name,
+    // once per address type.
+    let mut left_out: Vec<(&Name, String)> = Vec::new();
+    for pod in changed.iter().filter_map(|(_, pod)| *pod) {
+        if pod_has_endpoint(pod)
+            && let Err(error) = pod_zone(service, pod, input.nodes)
+        {
+            left_out.push((&pod.meta.name, error));
         }
     }
+    for pod in input.left_out {
+        let changed_too = changed
+            .binary_search_by(|(name, _)| name.as_str().cmp(pod.meta.name.as_str()))
+            .is_ok();
+        match pod_zone(service, pod, input.nodes) {
+            Err(error) if pod_has_endpoint(pod) && !changed_too => {
+                left_out.push((&pod.meta.name, error));
+            }
+            _ => return None,
+        }
+    }
+    left_out.sort_unstable_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
 
     let service_key = service.meta.key();
     let types = address_types(service);
@@ -266,6 +292,7 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
 
     let mut plan = Plan {
         service_key,
+        pods_on_missing_nodes: left_out.iter().map(|(name, _)| (*name).clone()).collect(),
         ..Plan::default()
     };
     let shared = Shared {
@@ -317,6 +344,8 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
         }
         finish(service, &out.written, input.trigger_time, &mut out.plan);
         plan.per_type.push(out.plan);
+        plan.errors
+            .extend(left_out.iter().map(|(_, error)| error.clone()));
     }
     Some(plan)
 }
@@ -375,15 +404,15 @@ impl Pending<'_> {
 }
 
 impl<'a> Shared<'_, 'a> {
-    /// The desired endpoint of a pod for this family; `Err` when the pod's node is missing (the
-    /// full reconcile would report it).
-    fn candidate(&self, pod: &'a Pod, family: IpFamily) -> Result<Option<Candidate<'a>>, ()> {
+    /// The desired endpoint of a pod for this family: none for a pod on a missing node, which
+    /// the full reconcile leaves out (and reports).
+    fn candidate(&self, pod: &'a Pod, family: IpFamily) -> Option<Candidate<'a>> {
         if !pod_has_endpoint(pod) {
-            return Ok(None);
+            return None;
         }
         let service = self.input.service;
-        let zone = pod_zone(service, pod, self.input.nodes).map_err(|_| ())?;
-        Ok(candidate(service, pod, zone, family))
+        let zone = pod_zone(service, pod, self.input.nodes).ok()?;
+        candidate(service, pod, zone, family)
     }
 
     /// Steps 1 to 3 of placement for one address type, over the touched slices only.
@@ -400,10 +429,7 @@ impl<'a> Shared<'_, 'a> {
         // The changed pods' new endpoints; taken out when found in place.
         let mut fresh: Vec<Option<Candidate<'a>>> = Vec::with_capacity(changed.len());
         for (_, pod) in changed {
-            fresh.push(match pod {
-                Some(pod) => self.candidate(pod, family).ok()?,
-                None => None,
-            });
+            fresh.push(pod.and_then(|pod| self.candidate(pod, family)));
         }
         let mut found = vec![false; changed.len()];
 

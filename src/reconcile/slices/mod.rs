@@ -229,6 +229,10 @@ fn reconcile_address_type(
         None => Desired::default(),
     };
     plan.errors.append(&mut desired.errors);
+    // The same pods for every address type: a pod is left out before its addresses are read.
+    if plan.pods_on_missing_nodes.is_empty() {
+        plan.pods_on_missing_nodes = std::mem::take(&mut desired.left_out);
+    }
 
     let max = input.options.max_endpoints_per_slice.max(1);
     for group in &mut desired.groups {
