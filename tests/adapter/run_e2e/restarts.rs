@@ -101,6 +101,23 @@ async fn every_watch_counts_a_restart_per_outage_when_it_resumes_without_a_relis
     fake.create(pod("default", "web-1", "web", "n1", "10.0.0.2", true))
         .unwrap();
     restarts_reach(address, 1.0).await;
+    // The resumed watch may deliver the pod after the engine has been quiet a while (a loaded
+    // machine): wait for it, or settling could end before there is anything to settle.
+    let start = Instant::now();
+    while running
+        .state
+        .engine
+        .index()
+        .pods()
+        .get("default", "web-1")
+        .is_none()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the resumed pod watch did not deliver web-1"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     settle(&fake, &running).await;
     super::assert_matches_reconcile(&fake);
     assert_eq!(super::ready_count(&super::slices_of(&fake, "web")), 2);
