@@ -958,3 +958,46 @@ fn placeholders_are_handled_exactly() {
     let last = world.pods.len() - 1;
     assert!(try_changes(&mut world, &[Change::Delete(last)]).is_some());
 }
+
+/// With a named target port, a pod that resolves none of the service's ports keeps the group of
+/// no ports wanted even without an endpoint of the type (its IP of the other family, or its node
+/// missing): the full reconcile then keeps the empty slice of that group beside a new one, where
+/// the placeholder would be reused. Only reading every pod tells it, so this is not incremental.
+#[test]
+fn an_empty_slice_of_a_group_a_pod_still_resolves_to_is_kept() {
+    let spec = ServiceSpec {
+        families: 1,
+        named: true,
+        ..base_spec()
+    };
+    // IPv6 service; pods without the named port: one of IPv4 only, one on the missing node-3.
+    let pods = [
+        PodSpec {
+            v6: false,
+            ..ready_pod(b'a', 0)
+        },
+        ready_pod(b'b', 3),
+    ];
+    for pod in pods {
+        let mut world = World::new(&spec, &[pod]);
+        world.settle();
+        assert!(world.slices.len() == 1 && world.slices[0].endpoints.is_empty());
+        let first = PodSpec {
+            template: 0,
+            ..ready_pod(b'c', 0)
+        };
+        assert!(try_changes(&mut world, &[Change::Add(first)]).is_none());
+        let full = world.full(timestamp(3));
+        let [of_type] = &full.per_type[..] else {
+            panic!("one address type");
+        };
+        assert_eq!(
+            (
+                of_type.creates.len(),
+                of_type.updates.len(),
+                of_type.deletes.len()
+            ),
+            (1, 0, 0)
+        );
+    }
+}

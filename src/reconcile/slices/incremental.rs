@@ -52,8 +52,10 @@
 //! 3. Every existing slice has one of the service's address types, is owned by the service and
 //!    carries exactly the service's desired labels; it has the changed group's ports, or another
 //!    group's and endpoints, or else no endpoints (the placeholder of a type without endpoints,
-//!    which the full reconcile deletes whole and then keeps by the placeholder rule); never both
-//!    of the last two.
+//!    which the full reconcile deletes whole and then keeps by the placeholder rule) and then
+//!    every target port is a number; never both of the last two. With named target ports, an
+//!    empty slice of another group stays when some pod still resolves to that group without an
+//!    endpoint of its type, and only the full reconcile reads every pod.
 //! 4. `changed` is sorted by name without repeats, each pod under its own name. A changed pod on a
 //!    missing node (unless the service publishes not-ready addresses) is left out, with the full
 //!    reconcile's error; its ports still count for the group, as the full reconcile's grouping
@@ -234,11 +236,12 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
     let key = port_key(&ports);
     let mut total_endpoints = 0;
     // Whether each slice is of the changed port group. Another group's slice holding endpoints
-    // holds only unchanged pods' (checked below) and stays as it is. An empty one goes whole: the
-    // placeholder of a type without endpoints, the only kind a successful sync leaves, and so
-    // never beside another group's.
+    // holds only unchanged pods' (checked below) and stays as it is. An empty one goes whole when
+    // every pod serves the changed group's ports (numeric target ports): the placeholder of a type
+    // without endpoints. With named ones, the full reconcile keeps an empty slice whose group some
+    // pod still resolves to (a pod of the other family only, or on a missing node), which only
+    // reading every pod can tell.
     let mut in_group: Vec<bool> = Vec::with_capacity(input.slices.len());
-    let (mut others_kept, mut others_empty) = (false, false);
     let named_targets =
         (service.ports.iter()).any(|p| !matches!(p.target_port, TargetPort::Number(_)));
     for slice in input.slices {
@@ -249,21 +252,15 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
             return None;
         }
         let member = slice.ports == ports || port_key(&slice.ports) == key;
-        if member {
-            total_endpoints += slice.endpoints.len();
-        } else if slice.endpoints.is_empty() {
-            others_empty = true;
-        } else if named_targets {
-            others_kept = true;
-        } else {
-            // Numeric target ports make one group: a slice of other ports is not this
-            // controller's last write.
+        // With numeric target ports, a slice of other ports holding endpoints is not this
+        // controller's last write.
+        let other_kept = !member && !slice.endpoints.is_empty() && named_targets;
+        let other_gone = !member && slice.endpoints.is_empty() && !named_targets;
+        if !(member || other_kept || other_gone) {
             return None;
         }
+        total_endpoints += if member { slice.endpoints.len() } else { 0 };
         in_group.push(member);
-    }
-    if others_kept && others_empty {
-        return None;
     }
 
     // Where each changed pod's endpoint is, per type: `located[c * types.len() + t]`.
