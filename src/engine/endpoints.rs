@@ -176,7 +176,7 @@ impl EndpointsController {
                     .addresses
                     .get_mut(key)
                     .map(|mut cache| cache.apply(service, changed));
-                if let Some(edit @ (Edit::Kept | Edit::Moved)) = edit {
+                if let Some(edit) = edit.filter(|e| *e != Edit::Unfit) {
                     return Some((edit, true));
                 }
             }
@@ -346,7 +346,7 @@ impl Controller for EndpointsController {
                 if edited {
                     cx.stats.lock().incremental_syncs += 1;
                 }
-                if edit == Edit::Kept
+                if matches!(edit, Edit::Kept | Edit::PastCut)
                     && let Some(plan) =
                         endpoints::sync_settled(&service, current.as_deref(), &cache)
                 {

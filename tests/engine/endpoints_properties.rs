@@ -821,7 +821,7 @@ pub fn keep(
 ) -> Edit {
     let edit = cache.as_mut().map(|c| c.apply(svc, changed));
     match edit {
-        Some(edit @ (Edit::Kept | Edit::Moved)) => edit,
+        Some(edit @ (Edit::Kept | Edit::Moved | Edit::PastCut)) => edit,
         _ => {
             *cache = AddressCache::build(svc, pods);
             Edit::Moved
@@ -913,7 +913,7 @@ pub fn check_cached(
     n: usize,
 ) -> Result<EndpointsPlan, TestCaseError> {
     let full = sync(input);
-    if edit == Edit::Kept
+    if matches!(edit, Edit::Kept | Edit::PastCut)
         && let Some(settled) = sync_settled(svc, input.current, cache)
     {
         prop_assert_eq!(&settled, &full);

@@ -12,6 +12,7 @@ use ahash::RandomState;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 
+use super::capacity::MAX_CAPACITY;
 use super::desired::{Desired, hostname, pod_in_endpoints, pod_ip, pod_ports};
 use super::memo::SubsetMemo;
 use super::repack::IpKey;
@@ -68,6 +69,9 @@ pub enum Edit {
     Moved,
     /// Every address is as it was.
     Kept,
+    /// Addresses moved, but only past the last one the settled object's 1,000-address cut keeps:
+    /// that object is still the one to have, and the settled counts are brought up to date.
+    PastCut,
 }
 
 /// The Endpoints object a full sync of the addresses held wrote, or found right as it was.
@@ -227,6 +231,10 @@ impl AddressCache {
             return Edit::Unfit;
         }
         let mut moved = false;
+        // Past this index, a move leaves the settled object as it should be.
+        let cut_end = self.settled_cut_end();
+        let mut moved_in_cut = false;
+        let in_cut = |at: usize| cut_end.is_none_or(|end| at <= end);
         // A pod whose address keeps its place (same IP and UID: a readiness flip, a label or a
         // status change) is replaced where it is, without moving the others.
         let mut rest: Vec<(&Name, Option<Address>)> = Vec::new();
@@ -241,7 +249,9 @@ impl AddressCache {
                 .filter(|&at| self.addresses[at].pod.meta.name == *name);
             match (place, address) {
                 (Some(at), Some(address)) => {
-                    moved |= !self.addresses[at].same_record(&address, service);
+                    let same = self.addresses[at].same_record(&address, service);
+                    moved |= !same;
+                    moved_in_cut |= !same && in_cut(at);
                     self.count(&address, true);
                     let old = std::mem::replace(&mut self.addresses[at], address);
                     self.count(&old, false);
@@ -263,6 +273,7 @@ impl AddressCache {
                     .zip(&self.addresses)
                     .position(|(&h, a)| h == hash && a.pod.meta.name == **name);
                 if let Some(at) = held {
+                    moved_in_cut |= in_cut(at);
                     self.name_hashes.remove(at);
                     let address = self.addresses.remove(at);
                     self.count(&address, false);
@@ -286,6 +297,7 @@ impl AddressCache {
                 {
                     Ok(_) => return Edit::Unfit,
                     Err(at) => {
+                        moved_in_cut |= in_cut(at);
                         self.count(&address, true);
                         self.addresses.insert(at, address);
                         self.name_hashes.insert(at, hash);
@@ -297,13 +309,44 @@ impl AddressCache {
         if self.port_sets.len() > MAX_PORT_SETS {
             return Edit::Unfit;
         }
-        if moved {
-            // One edit from a settled object only: a second could move an address back.
-            self.moved_from = self.settled.take();
-            Edit::Moved
-        } else {
-            Edit::Kept
+        if !moved {
+            return Edit::Kept;
         }
+        if !moved_in_cut && self.cut_keeps_ready_only() {
+            if let Some(settled) = &mut self.settled {
+                settled.ready = self.ready;
+                settled.not_ready = self.addresses.len() - self.ready;
+            }
+            // The addresses moved since that object was settled, so it says nothing now.
+            self.moved_from = None;
+            return Edit::PastCut;
+        }
+        // One edit from a settled object only: a second could move an address back.
+        self.moved_from = self.settled.take();
+        Edit::Moved
+    }
+
+    /// The addresses are over the cap, of one port set, with enough ready ones to fill it: the
+    /// cut keeps the first [`MAX_CAPACITY`] ready addresses and nothing else
+    /// ([`Desired::from_ordered`]).
+    fn cut_keeps_ready_only(&self) -> bool {
+        let first = self.addresses.first().map_or(0, |a| a.ports);
+        self.addresses.len() > MAX_CAPACITY
+            && self.ready >= MAX_CAPACITY
+            && self.serving.get(first as usize) == Some(&self.addresses.len())
+    }
+
+    /// The index of the last address the settled object holds, when it was cut keeping ready
+    /// addresses alone: none before it or at it may move, any after it may.
+    fn settled_cut_end(&self) -> Option<usize> {
+        if !self.settled.as_ref().is_some_and(|s| s.truncated) || !self.cut_keeps_ready_only() {
+            return None;
+        }
+        let mut ready = 0;
+        self.addresses.iter().position(|a| {
+            ready += usize::from(a.ready);
+            ready == MAX_CAPACITY
+        })
     }
 
     /// The desired subsets, as [`Desired::build`] gives them from the same pods.
