@@ -104,6 +104,9 @@ pub struct AddressCache {
     /// What was settled before the last edit that moved an address (the addresses have not
     /// moved since): that object's subsets are not the desired ones.
     moved_from: Option<Settled>,
+    /// The index of the [`MAX_CAPACITY`]th ready address, once found: kept while no edit moves an
+    /// address at or before it, so that a large service's edits do not walk to it every time.
+    cut_end: Option<usize>,
     /// The hashes that ordered the subsets at the last sync, while the pods serve several port
     /// sets. Behind a lock because syncs read the cache shared; one service's syncs never run at
     /// once, so it is never waited on.
@@ -194,6 +197,7 @@ impl AddressCache {
             hasher: RandomState::new(),
             settled: None,
             moved_from: None,
+            cut_end: None,
             memo: Mutex::default(),
         };
         let mut last = None;
@@ -310,9 +314,11 @@ impl AddressCache {
             return Edit::Unfit;
         }
         if !moved {
+            self.cut_end = cut_end;
             return Edit::Kept;
         }
         if !moved_in_cut && self.cut_keeps_ready_only() {
+            self.cut_end = cut_end;
             if let Some(settled) = &mut self.settled {
                 settled.ready = self.ready;
                 settled.not_ready = self.addresses.len() - self.ready;
@@ -323,6 +329,7 @@ impl AddressCache {
         }
         // One edit from a settled object only: a second could move an address back.
         self.moved_from = self.settled.take();
+        self.cut_end = None;
         Edit::Moved
     }
 
@@ -341,6 +348,9 @@ impl AddressCache {
     fn settled_cut_end(&self) -> Option<usize> {
         if !self.settled.as_ref().is_some_and(|s| s.truncated) || !self.cut_keeps_ready_only() {
             return None;
+        }
+        if self.cut_end.is_some() {
+            return self.cut_end;
         }
         let mut ready = 0;
         self.addresses.iter().position(|a| {
