@@ -9,7 +9,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use sliced::kube::convert::{endpoints_from_k8s, endpoints_to_k8s};
-use sliced::model::{Address, EndpointSlice, Endpoints, Name, Pod, Uid, intern};
+use sliced::model::{Address, EndpointAddress, EndpointSlice, Endpoints, Name, Pod, Uid, intern};
 use sliced::reconcile::endpoints::{
     AddressCache, Edit, EndpointsInput, EndpointsPlan, EndpointsWrite, Settled, sync, sync_cached,
     sync_settled,
@@ -241,8 +241,45 @@ fn bench_cached(c: &mut Criterion) {
                 })
             },
         );
+
+        // Over the cap, a pod past the last address the object holds flips and back: decided by
+        // the settled object, and (the way before) by comparing the 1,000 addresses it holds.
+        let held = &current.subsets[0].addresses;
+        let Some(past) = (n > 1_000)
+            .then(|| members.iter().find(|p| !held.iter().any(|a| same_ip(a, p))))
+            .flatten()
+        else {
+            continue;
+        };
+        let (away, back) = (
+            flip(past),
+            vec![(past.meta.name.clone(), Some(Arc::clone(past)))],
+        );
+        for (name, settled) in [
+            ("one_pod_past_the_cut_flipped_and_back", true),
+            ("one_pod_past_the_cut_flipped_and_back_compared", false),
+        ] {
+            group.bench_with_input(BenchmarkId::new(name, n), &n, |b, _| {
+                b.iter(|| {
+                    for change in [&away, &back] {
+                        assert_eq!(cache.apply(&service, change), Edit::PastCut);
+                        let plan = match settled {
+                            true => sync_settled(&service, Some(&current), &cache),
+                            false => Some(sync_cached(&input(Some(&current)), &cache)),
+                        };
+                        assert!(plan.is_some_and(|p| p.write.is_none()));
+                    }
+                    black_box(cache.len())
+                })
+            });
+        }
     }
     group.finish();
+}
+
+/// `address` is `pod`'s.
+fn same_ip(address: &EndpointAddress, pod: &Pod) -> bool {
+    matches!(address.ip, Address::Ip(ip) if pod.ips().first() == Some(&ip))
 }
 
 /// The mirrored slices of `endpoints`, as the API server would hold them after the first sync.
