@@ -1,7 +1,8 @@
 //! A service's desired addresses, kept in address order between syncs: a sync where a few pods
 //! changed edits them, and reads only the pods it writes, instead of reading and sorting every pod
-//! of the service. And when those edits leave every address as it was, and the Endpoints object
-//! is still the one the last sync found right, the sync is decided without reading any other pod.
+//! of the service. And when those edits leave every address as it was (or, over the cap, move
+//! only addresses past the last one the cut keeps), and the Endpoints object is still the one the
+//! last sync found right, the sync is decided without reading any other pod.
 //! Kept only where no two pods share an identity; otherwise the caller builds in full.
 
 use std::cmp::Ordering;
