@@ -103,7 +103,8 @@ pub fn sync_cached(input: &EndpointsInput, cache: &AddressCache) -> EndpointsPla
 
 /// A sync whose changed pods left every address as it was ([`Edit::Kept`]), or moved only
 /// addresses past the cut ([`Edit::PastCut`]), over the object the cache settled, for the very
-/// same service: a full sync would write nothing, and no other pod need be read to say so. `None` when that is not known, and a full comparison must decide.
+/// same service: a full sync would write nothing, and no other pod need be read to say so.
+/// `None` when that is not known, and a full comparison must decide.
 pub fn sync_settled(
     service: &Arc<Service>,
     current: Option<&Endpoints>,

@@ -50,12 +50,12 @@
 //!    (when none has one: the slices its old endpoints are in, or when none is located, every
 //!    slice holding endpoints, have the same ports).
 //! 3. Every existing slice has one of the service's address types, is owned by the service and
-//!    carries exactly the service's desired labels; it has the changed group's ports, or another
-//!    group's and endpoints, or else no endpoints (the placeholder of a type without endpoints,
-//!    which the full reconcile deletes whole and then keeps by the placeholder rule) and then
-//!    every target port is a number; never both of the last two. With named target ports, an
-//!    empty slice of another group stays when some pod still resolves to that group without an
-//!    endpoint of its type, and only the full reconcile reads every pod.
+//!    carries exactly the service's desired labels. It has the changed group's ports; or, with
+//!    named target ports, another group's and endpoints; or, with numeric ones, no endpoints (the
+//!    placeholder of a type without endpoints, which the full reconcile deletes whole and then
+//!    keeps by the placeholder rule). With named target ports, an empty slice of another group
+//!    stays when some pod still resolves to that group without an endpoint of its type, which
+//!    only the full reconcile, reading every pod, can tell.
 //! 4. `changed` is sorted by name without repeats, each pod under its own name. A changed pod on a
 //!    missing node (unless the service publishes not-ready addresses) is left out, with the full
 //!    reconcile's error; its ports still count for the group, as the full reconcile's grouping
