@@ -2,6 +2,8 @@
 //! server serves it (as the real one serves client-go's controllers); every other `run_e2e` test
 //! runs over it. A server that answers in JSON is read as JSON.
 
+use std::time::{Duration, Instant};
+
 use super::{set_ready, slices_of, small_cluster};
 use crate::fake_api::FakeApiServer;
 use crate::run_harness::{assert_matches_reconcile, options, pod, settle, start};
@@ -47,6 +49,17 @@ async fn a_day_of_pods(fake: &FakeApiServer) {
     assert_matches_reconcile(fake);
     fake.expire_watches();
     fake.delete("pods", "default", "web-1").unwrap();
+    // The relist after the 410 may deliver the deletion after the engine has been quiet a while
+    // (a loaded machine): wait for it, or settling could end before there is anything to settle.
+    let since = Instant::now();
+    let index = running.state.engine.index();
+    while index.pods().get("default", "web-1").is_some() {
+        assert!(
+            since.elapsed() < Duration::from_secs(20),
+            "the relisted pod watch did not deliver the deletion of web-1"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     settle(fake, &running).await;
     assert_matches_reconcile(fake);
     assert_eq!(slices_of(fake, "web").len(), 1);
