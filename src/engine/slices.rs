@@ -58,17 +58,13 @@ pub(super) enum Prepared {
 }
 
 /// The slices of `key` that the EndpointSlice controller reconciles: managed, not being
-/// deleted.
+/// deleted. The index's store holds only slices labelled as managed by this controller.
 pub(super) fn managed_slices(index: &Index, key: &ServiceKey) -> Vec<Arc<EndpointSlice>> {
-    index
-        .slices()
-        .for_service(key)
-        .into_iter()
-        .filter(|s| {
-            s.meta.deletion_timestamp.is_none()
-                && s.managed_by().map(|m| m.as_str()) == Some(keys::ENDPOINTSLICE_CONTROLLER)
-        })
-        .collect()
+    let store = index.slices();
+    debug_assert_eq!(store.manager(), keys::ENDPOINTSLICE_CONTROLLER);
+    let mut slices = store.for_service(key);
+    slices.retain(|s| s.meta.deletion_timestamp.is_none());
+    slices
 }
 
 impl EndpointSliceController {

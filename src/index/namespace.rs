@@ -81,9 +81,13 @@ impl Namespace {
             .services
             .get(name)
             .map(|e| {
-                (e.members.values())
-                    .filter_map(|&slot| self.pods.at(slot).map(|p| p.as_ref()))
-                    .collect()
+                // Sized up front: a filtered iterator gives no lower bound, and growing the
+                // vector costs several allocations a sync.
+                let mut pods = Vec::with_capacity(e.members.len());
+                pods.extend(
+                    (e.members.values()).filter_map(|&slot| self.pods.at(slot).map(|p| p.as_ref())),
+                );
+                pods
             })
             .unwrap_or_default();
         f(&pods)

@@ -23,10 +23,20 @@ pub struct Meta {
     pub annotations: Labels,
 }
 
+/// "namespace/name" in one allocation of its exact size (`format!` grows its buffer): a key is
+/// made on every sync.
+fn namespaced_key(namespace: &str, name: &str) -> String {
+    let mut key = String::with_capacity(namespace.len() + 1 + name.len());
+    key.push_str(namespace);
+    key.push('/');
+    key.push_str(name);
+    key
+}
+
 impl Meta {
     /// "namespace/name", the queue key of upstream controllers.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        namespaced_key(&self.namespace, &self.name)
     }
 }
 
@@ -201,7 +211,7 @@ impl PodMeta {
 
     /// "namespace/name", the queue key of upstream controllers.
     pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
+        namespaced_key(&self.namespace, &self.name)
     }
 
     fn rare(&self) -> Option<&PodRare> {

@@ -82,8 +82,9 @@ use smallvec::SmallVec;
 use super::desired::{
     Candidate, candidate, is_same_endpoint, pod_has_endpoint, pod_zone, port_key, ports_with,
 };
+use super::placement::SliceLabels;
 use super::placement::{State, closest_to_full, rewrite};
-use super::{NodeLookup, address_types, finish, new_slice, placeholder_rule, slice_labels};
+use super::{NodeLookup, address_types, finish, new_slice, placeholder_rule};
 use crate::model::{
     AddressType, Endpoint, EndpointPort, EndpointSlice, IpFamily, Labels, Name, Pod, Service,
     TargetPort, Timestamp,
@@ -231,7 +232,7 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
         return None;
     }
 
-    let labels = slice_labels(service);
+    let labels = SliceLabels::of(service);
     let ports = changed_port_group(input, &types)?;
     let key = port_key(&ports);
     let mut total_endpoints = 0;
@@ -247,7 +248,7 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
     for slice in input.slices {
         if !types.contains(&slice.address_type)
             || !slice.is_owned_by(&service.meta.uid)
-            || slice.meta.labels != labels.desired
+            || slice.meta.labels != *labels.desired()
         {
             return None;
         }
@@ -296,7 +297,7 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
         input,
         ports: &ports,
         in_group: &in_group,
-        labels: &labels.desired,
+        labels: labels.desired(),
         max: input.options.max_endpoints_per_slice.max(1),
         changed_tails: {
             let mut tails: SmallVec<[u64; 16]> =
@@ -314,13 +315,7 @@ pub fn reconcile_incremental(input: &IncrementalInput) -> Option<Plan> {
             .copied()
             .collect();
         let mut out = shared.address_type(address_type, family, &located_here)?;
-        placeholder_rule(
-            service,
-            address_type,
-            out.of_type,
-            &labels.desired,
-            &mut out.plan,
-        );
+        placeholder_rule(service, address_type, out.of_type, &labels, &mut out.plan);
         let topology_input = TopologyInput {
             service,
             service_key: &plan.service_key,

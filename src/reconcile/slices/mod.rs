@@ -18,7 +18,7 @@ use crate::model::{
     OwnerReference, Pod, Service, Timestamp, intern, keys,
 };
 use desired::{Desired, desired_endpoints, port_key};
-use placement::{SliceLabels, is_reserved_label, place};
+use placement::{SliceLabels, place};
 
 pub use desired::{endpoint_ports, pod_has_endpoint};
 pub use incremental::{IncrementalInput, reconcile_incremental};
@@ -99,41 +99,11 @@ pub fn reconcile(input: &SyncInput) -> Plan {
             }
         }
     }
-    let labels = slice_labels(service);
+    let labels = SliceLabels::of(service);
     for (address_type, existing) in supported.iter().zip(by_type) {
         reconcile_address_type(input, address_type, &existing, &labels, &mut plan);
     }
     plan
-}
-
-/// The controller's label keys and managed-by value, interned once rather than on every sync.
-struct ReservedNames {
-    service_name: Name,
-    managed_by: Name,
-    controller: Name,
-    headless: Name,
-}
-
-static RESERVED: std::sync::LazyLock<ReservedNames> = std::sync::LazyLock::new(|| ReservedNames {
-    service_name: intern(keys::LABEL_SERVICE_NAME),
-    managed_by: intern(keys::LABEL_MANAGED_BY),
-    controller: intern(keys::ENDPOINTSLICE_CONTROLLER),
-    headless: intern(keys::LABEL_HEADLESS),
-});
-
-fn slice_labels(service: &Service) -> SliceLabels {
-    let reserved = &*RESERVED;
-    let from_service = service.meta.labels.filtered(|k| !is_reserved_label(k));
-    let mut desired = from_service
-        .with_name(reserved.service_name.clone(), service.meta.name.clone())
-        .with_name(reserved.managed_by.clone(), reserved.controller.clone());
-    if service.is_headless() {
-        desired = desired.with_name(reserved.headless.clone(), Name::default());
-    }
-    SliceLabels {
-        desired,
-        from_service,
-    }
 }
 
 /// A new, empty slice of this service: the shape of every create and of the placeholder.
@@ -182,11 +152,11 @@ fn placeholder_rule(
     service: &Service,
     address_type: &AddressType,
     existing: usize,
-    labels: &Labels,
+    labels: &SliceLabels<'_>,
     out: &mut AddressTypePlan,
 ) {
     if existing == out.deletes.len() && out.creates.is_empty() {
-        let placeholder = new_slice(service, address_type, Vec::new(), labels);
+        let placeholder = new_slice(service, address_type, Vec::new(), labels.desired());
         if out.deletes.len() == 1 && placeholder_equal(&out.deletes[0], &placeholder) {
             out.deletes.clear();
         } else {
@@ -199,7 +169,7 @@ fn reconcile_address_type(
     input: &SyncInput,
     address_type: &AddressType,
     existing: &[&EndpointSlice],
-    labels: &SliceLabels,
+    labels: &SliceLabels<'_>,
     plan: &mut Plan,
 ) {
     let service = input.service;
@@ -241,9 +211,10 @@ fn reconcile_address_type(
             .find(|(k, _)| *k == group.key)
             .map(|(_, v)| v.as_slice())
             .unwrap_or(&[]);
-        let ports = group.ports.clone();
-        let make = || new_slice(service, address_type, ports.clone(), &labels.desired);
-        let result = place(slices, group, max, labels, &make);
+        // The ports are copied only into a slice that is made.
+        let ports = &group.ports;
+        let make = || new_slice(service, address_type, ports.clone(), labels.desired());
+        let result = place(slices, &mut group.desired, max, labels, &make);
         out.endpoints_added += result.added;
         out.endpoints_removed += result.removed;
         out.creates.extend(result.creates);
@@ -257,13 +228,7 @@ fn reconcile_address_type(
         }
     }
 
-    placeholder_rule(
-        service,
-        address_type,
-        existing.len(),
-        &labels.desired,
-        &mut out,
-    );
+    placeholder_rule(service, address_type, existing.len(), labels, &mut out);
 
     let changed: HashSet<&str, ahash::RandomState> = out
         .updates

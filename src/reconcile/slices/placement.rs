@@ -2,10 +2,11 @@
 //! they are, top up slices that are being written anyway (fullest first), put a remainder that fits
 //! into the one unchanged slice it fills best, and only then create slices.
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 
-use super::desired::PortGroup;
-use crate::model::{Endpoint, EndpointSlice, Labels};
+use super::desired::DesiredSet;
+use crate::model::{Endpoint, EndpointSlice, Labels, Name, Service, intern, keys};
 
 /// What one port group needs.
 pub(crate) struct GroupPlan {
@@ -35,13 +36,64 @@ pub(crate) fn rewrite(slice: &EndpointSlice, kept: Vec<Arc<Endpoint>>, labels: &
     State::Update(Box::new(copy))
 }
 
-/// The labels a slice of this service must carry, and the service labels a slice is compared with.
-pub(crate) struct SliceLabels {
+/// The labels a slice of this service must carry, built only when a slice is written or compared
+/// whole: a sync that finds every slice right reads the service's labels in place.
+pub(crate) struct SliceLabels<'a> {
+    service: &'a Service,
+    desired: OnceCell<Labels>,
+}
+
+impl<'a> SliceLabels<'a> {
+    pub fn of(service: &'a Service) -> Self {
+        SliceLabels {
+            service,
+            desired: OnceCell::new(),
+        }
+    }
+
     /// Service labels without the reserved keys, plus the reserved keys as the controller sets them.
-    pub desired: Labels,
-    /// Service labels without the reserved keys: a slice whose own non-reserved labels differ is
-    /// rewritten.
-    pub from_service: Labels,
+    pub fn desired(&self) -> &Labels {
+        self.desired.get_or_init(|| desired_labels(self.service))
+    }
+
+    /// Whether a slice's labels other than the reserved keys differ from the service's: the
+    /// slice is then rewritten.
+    fn differ_from_service(&self, slice: &EndpointSlice) -> bool {
+        let own = slice
+            .meta
+            .labels
+            .iter()
+            .filter(|(k, _)| !is_reserved_label(k));
+        let theirs = (self.service.meta.labels.iter()).filter(|(k, _)| !is_reserved_label(k));
+        !own.eq(theirs)
+    }
+}
+
+/// The controller's label keys and managed-by value, interned once rather than on every sync.
+struct ReservedNames {
+    service_name: Name,
+    managed_by: Name,
+    controller: Name,
+    headless: Name,
+}
+
+static RESERVED: std::sync::LazyLock<ReservedNames> = std::sync::LazyLock::new(|| ReservedNames {
+    service_name: intern(keys::LABEL_SERVICE_NAME),
+    managed_by: intern(keys::LABEL_MANAGED_BY),
+    controller: intern(keys::ENDPOINTSLICE_CONTROLLER),
+    headless: intern(keys::LABEL_HEADLESS),
+});
+
+fn desired_labels(service: &Service) -> Labels {
+    let reserved = &*RESERVED;
+    let mut desired = (service.meta.labels)
+        .filtered(|k| !is_reserved_label(k))
+        .with_name(reserved.service_name.clone(), service.meta.name.clone())
+        .with_name(reserved.managed_by.clone(), reserved.controller.clone());
+    if service.is_headless() {
+        desired = desired.with_name(reserved.headless.clone(), Name::default());
+    }
+    desired
 }
 
 pub(crate) fn is_reserved_label(key: &str) -> bool {
@@ -49,39 +101,22 @@ pub(crate) fn is_reserved_label(key: &str) -> bool {
     key == LABEL_SERVICE_NAME || key == LABEL_MANAGED_BY || key == LABEL_HEADLESS
 }
 
-fn labels_changed(slice: &EndpointSlice, labels: &SliceLabels) -> bool {
-    let mut own = slice
-        .meta
-        .labels
-        .iter()
-        .filter(|(k, _)| !is_reserved_label(k));
-    let mut theirs = labels.from_service.iter();
-    loop {
-        match (own.next(), theirs.next()) {
-            (None, None) => return false,
-            (Some(a), Some(b)) if a == b => continue,
-            _ => return true,
-        }
-    }
-}
-
 /// Reconciles the existing slices of one port group (in lister order) with its desired endpoints.
 /// `new_slice` makes an empty slice for this group.
 pub(crate) fn place(
     existing: &[&EndpointSlice],
-    group: &mut PortGroup<'_>,
+    desired: &mut DesiredSet<'_>,
     max_per_slice: usize,
-    labels: &SliceLabels,
+    labels: &SliceLabels<'_>,
     new_slice: &dyn Fn() -> EndpointSlice,
 ) -> GroupPlan {
-    let desired = &mut group.desired;
     let mut states: Vec<State> = Vec::with_capacity(existing.len());
     let mut removed = 0;
 
     // 1. Keep each existing endpoint that is still desired, in its place, with fresh attributes.
     for slice in existing {
         // The desired endpoints found here; built from their pods only if the slice changes.
-        let mut kept: Vec<(u32, &Arc<Endpoint>)> = Vec::new();
+        let mut kept: Vec<(u32, &Arc<Endpoint>)> = Vec::with_capacity(slice.endpoints.len());
         let mut endpoint_updated = false;
         for ep in &slice.endpoints {
             if let Some(index) = desired.take(ep) {
@@ -91,17 +126,17 @@ pub(crate) fn place(
                 kept.push((index, ep));
             }
         }
-        let relabel = labels_changed(slice, labels);
+        let relabel = labels.differ_from_service(slice);
         let state = if endpoint_updated || kept.len() != slice.endpoints.len() {
             removed += slice.endpoints.len() - kept.len();
             let kept = kept
                 .iter()
                 .map(|&(i, ep)| desired.get(i).endpoint_for(ep))
                 .collect();
-            rewrite(slice, kept, &labels.desired)
+            rewrite(slice, kept, labels.desired())
         } else if relabel {
             let mut copy = (*slice).clone();
-            copy.meta.labels = labels.desired.clone();
+            copy.meta.labels = labels.desired().clone();
             State::Update(Box::new(copy))
         } else {
             State::Unchanged
@@ -209,7 +244,7 @@ pub(crate) fn shell_of(slice: &EndpointSlice) -> EndpointSlice {
     }
 }
 
-fn fill(slice: &mut EndpointSlice, desired: &mut super::desired::DesiredSet<'_>, max: usize) {
+fn fill(slice: &mut EndpointSlice, desired: &mut DesiredSet<'_>, max: usize) {
     let room = max.saturating_sub(slice.endpoints.len()).min(desired.len());
     slice.endpoints.reserve_exact(room);
     while slice.endpoints.len() < max {
