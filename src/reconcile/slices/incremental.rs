@@ -82,8 +82,7 @@ use smallvec::SmallVec;
 use super::desired::{
     Candidate, candidate, is_same_endpoint, pod_has_endpoint, pod_zone, port_key, ports_with,
 };
-use super::placement::SliceLabels;
-use super::placement::{State, closest_to_full, rewrite};
+use super::placement::{SliceLabels, State, closest_to_full, rewrite};
 use super::{NodeLookup, address_types, finish, new_slice, placeholder_rule};
 use crate::model::{
     AddressType, Endpoint, EndpointPort, EndpointSlice, IpFamily, Labels, Name, Pod, Service,
