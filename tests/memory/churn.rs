@@ -89,10 +89,7 @@ impl<'a> Churn<'a> {
     }
 
     fn write(&mut self, pod: Value) {
-        let stored = self.fake.apply(pod).unwrap();
-        let meta = &stored["metadata"];
-        let text = |field: &str| meta[field].as_str().unwrap_or_default().to_string();
-        self.last_write = (text("name"), text("resourceVersion"));
+        self.last_write = self.fake.apply_version(pod).unwrap();
         self.pod_writes += 1;
     }
 
@@ -114,7 +111,7 @@ impl<'a> Churn<'a> {
             self.write(self.pod(service, replica, true));
         }
         for name in std::mem::replace(&mut self.live[service], fresh) {
-            self.fake.delete("pods", "shop", &name).unwrap();
+            self.fake.delete_unread("pods", "shop", &name).unwrap();
             self.pod_writes += 1;
         }
     }

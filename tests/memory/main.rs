@@ -3,8 +3,10 @@
 //! against a kube-runtime reflector store (`watch`).
 //!
 //! A global allocator (`counting_alloc`) counts the live heap bytes of the whole process, every
-//! thread's. So no other test may live in this binary, and the tests here run one at a time: each
-//! holds the lock `alone` gives for its whole run, from before its first allocation to its end.
+//! thread's. So no other test may live in this binary, and the tests here run one at a time in
+//! it: each holds the lock `alone` gives for its whole run, from before its first allocation to
+//! its end. The in-process soak runs in a child process of its own, which takes the lock there,
+//! so it runs beside the others.
 //! Taking the lock sets the allocator as the `sliced` binary sets it, so resident figures are the
 //! shipped binary's.
 

@@ -268,6 +268,24 @@ impl FakeApiServer {
 
     /// Creates, or replaces unconditionally (the object's rv is ignored).
     pub fn apply(&self, obj: impl Serialize) -> Result<Value, ApiError> {
+        let (res, reply) = self.apply_reply(obj)?;
+        Ok(reply_value(res, reply))
+    }
+
+    /// [`FakeApiServer::apply`] for a driver that reads back only the name and resourceVersion
+    /// written: the stored object is not decoded again (a soak's churn spends most of its time
+    /// there otherwise).
+    pub fn apply_version(&self, obj: impl Serialize) -> Result<(String, String), ApiError> {
+        Ok(match self.apply_reply(obj)? {
+            (_, Reply::Object(stored)) => (stored.name.to_string(), stored.rv.to_string()),
+            (_, Reply::Json(v)) => (
+                meta_str(&v, "name").to_owned(),
+                meta_str(&v, "resourceVersion").to_owned(),
+            ),
+        })
+    }
+
+    fn apply_reply(&self, obj: impl Serialize) -> Result<(ResId, Reply), ApiError> {
         let mut v = serde_json::to_value(obj).expect("object serializes");
         let res = typed_resource(&v)?;
         json::set_meta(&mut v, "resourceVersion", None);
@@ -284,12 +302,27 @@ impl FakeApiServer {
         } else {
             state.create(res, &ns, v, DIRECT)?
         };
-        Ok(reply_value(res, out.reply))
+        Ok((res, out.reply))
     }
 
     /// Deletes now (grace period 0); finalizers still hold the object.
     pub fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
         self.delete_with(resource, namespace, name, json!({"gracePeriodSeconds": 0}))
+    }
+
+    /// [`FakeApiServer::delete`] without decoding the reply, for a driver that does not read it.
+    pub fn delete_unread(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        let res = self::resource(resource);
+        let options = json!({"gracePeriodSeconds": 0});
+        self.shared
+            .lock()
+            .delete(res, namespace, name, &options, DIRECT)
+            .map(drop)
     }
 
     /// Deletes with DeleteOptions exactly as an HTTP DELETE would.
