@@ -306,7 +306,7 @@ impl FakeApiServer {
 
     /// Deletes now (grace period 0); finalizers still hold the object.
     pub fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<Value, ApiError> {
-        self.delete_with(resource, namespace, name, json!({"gracePeriodSeconds": 0}))
+        self.delete_with(resource, namespace, name, delete_now())
     }
 
     /// [`FakeApiServer::delete`] without decoding the reply, for a driver that does not read it.
@@ -316,11 +316,7 @@ impl FakeApiServer {
         namespace: &str,
         name: &str,
     ) -> Result<(), ApiError> {
-        let res = self::resource(resource);
-        let options = json!({"gracePeriodSeconds": 0});
-        self.shared
-            .lock()
-            .delete(res, namespace, name, &options, DIRECT)
+        self.delete_reply(resource, namespace, name, &delete_now())
             .map(drop)
     }
 
@@ -332,12 +328,23 @@ impl FakeApiServer {
         name: &str,
         options: Value,
     ) -> Result<Value, ApiError> {
+        let (res, reply) = self.delete_reply(resource, namespace, name, &options)?;
+        Ok(reply_value(res, reply))
+    }
+
+    fn delete_reply(
+        &self,
+        resource: &str,
+        namespace: &str,
+        name: &str,
+        options: &Value,
+    ) -> Result<(ResId, Reply), ApiError> {
         let res = self::resource(resource);
         let out = self
             .shared
             .lock()
-            .delete(res, namespace, name, &options, DIRECT)?;
-        Ok(reply_value(res, out.reply))
+            .delete(res, namespace, name, options, DIRECT)?;
+        Ok((res, out.reply))
     }
 
     /// Current object with kind and apiVersion.
@@ -537,6 +544,11 @@ impl Drop for EndpointWriteInFlight {
     fn drop(&mut self) {
         self.0.shared.lock().faults.endpoint_writes_in_flight -= 1;
     }
+}
+
+/// DeleteOptions with grace period 0.
+fn delete_now() -> Value {
+    json!({"gracePeriodSeconds": 0})
 }
 
 fn reply_value(res: ResId, reply: Reply) -> Value {
